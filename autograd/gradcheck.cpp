@@ -1,0 +1,87 @@
+// Central-difference gradient checking.
+#include "autograd/gradcheck.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "autograd/elementwise.h"
+#include "autograd/graph.h"
+#include "autograd/reduce.h"
+
+namespace gradlab {
+
+bool GradcheckReport::passed() const {
+  return std::all_of(inputs.begin(), inputs.end(), [](const InputReport& r) { return r.passed; });
+}
+
+double GradcheckReport::max_abs_error() const {
+  double m = 0;
+  for (const InputReport& r : inputs) m = std::max(m, r.max_abs_error);
+  return m;
+}
+
+double GradcheckReport::max_rel_error() const {
+  double m = 0;
+  for (const InputReport& r : inputs) m = std::max(m, r.max_rel_error);
+  return m;
+}
+
+GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options) {
+  std::vector<Tensor> x;
+  for (const Tensor& input : inputs) x.push_back(input.to(DType::Float64).set_requires_grad());
+
+  Tensor out = fn(x);
+  Generator gen(options.seed);
+  const Tensor weights = Tensor::randn(out.shape(), gen, DType::Float64);
+  auto objective = [&](const Tensor& y) { return sum(y * weights); };
+  objective(out).backward();
+
+  GradcheckReport report;
+  NoGradGuard no_grad;
+  for (Tensor& input : x) {
+    InputReport r;
+    r.shape = input.shape();
+    const Tensor analytic =
+        input.grad().defined() ? input.grad() : Tensor::zeros(input.shape(), DType::Float64);
+    double* v = input.data<double>();
+    double worst = -1;
+    for (int64_t i = 0; i < input.numel(); ++i) {
+      const double saved = v[i];
+      v[i] = saved + options.eps;
+      const double plus = objective(fn(x)).item();
+      v[i] = saved - options.eps;
+      const double minus = objective(fn(x)).item();
+      v[i] = saved;
+      const double numeric = (plus - minus) / (2 * options.eps);
+      const double a = analytic.data<double>()[i];
+      const double abs_error = std::abs(a - numeric);
+      const double scale = std::max(std::abs(numeric), std::abs(a));
+      if (!(abs_error <= options.atol + options.rtol * std::abs(numeric))) r.passed = false;
+      if (abs_error > worst || std::isnan(abs_error)) {
+        worst = std::isnan(abs_error) ? INFINITY : abs_error;
+        r.worst_index = i;
+      }
+      r.max_abs_error = std::max(r.max_abs_error, abs_error);
+      if (scale > options.atol) r.max_rel_error = std::max(r.max_rel_error, abs_error / scale);
+    }
+    report.inputs.push_back(r);
+  }
+  return report;
+}
+
+std::string describe(const GradcheckReport& report) {
+  std::ostringstream out;
+  out << "max abs " << report.max_abs_error() << ", max rel " << report.max_rel_error();
+  for (size_t i = 0; i < report.inputs.size(); ++i) {
+    const InputReport& r = report.inputs[i];
+    if (!r.passed) {
+      out << "; input " << i << " " << to_string(r.shape) << " fails, worst element "
+          << r.worst_index << " (abs " << r.max_abs_error << ")";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace gradlab

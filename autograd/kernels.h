@@ -1,0 +1,65 @@
+// Loops shared by the op families: element-wise maps over contiguous buffers and the strided
+// walk that implements NumPy broadcasting. Internal to autograd/.
+#pragma once
+
+#include <cstdint>
+
+#include "autograd/shape.h"
+
+namespace gradlab::kernels {
+
+// Below this many elements an OpenMP fork costs more than the loop itself.
+constexpr int64_t kParallelThreshold = 1 << 15;
+
+// out[i] = f(a[i]) over n contiguous elements.
+template <class T, class F>
+void map(const T* a, T* out, int64_t n, F f) {
+#pragma omp parallel for simd if (n > kParallelThreshold) schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = f(a[i]);
+}
+
+// out[i] = f(a[i], b[i]) over n contiguous elements.
+template <class T, class F>
+void zip(const T* a, const T* b, T* out, int64_t n, F f) {
+#pragma omp parallel for simd if (n > kParallelThreshold) schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+}
+
+// out = f(a, b) where a and b broadcast to out_shape. The last axis is the inner loop; the
+// others are walked with an odometer, so the common cases ([B,T,C] + [C], a scalar, equal
+// shapes) run as tight loops.
+template <class T, class F>
+void broadcast_zip(const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* out,
+                   const Shape& out_shape, F f) {
+  const int64_t n = numel(out_shape);
+  if (n == 0) return;
+  if (a_shape == b_shape) return zip(a, b, out, n, f);
+  if (numel(b_shape) == 1 && numel(a_shape) == n) {
+    const T bv = b[0];
+    return map(a, out, n, [&](T x) { return f(x, bv); });
+  }
+  if (numel(a_shape) == 1 && numel(b_shape) == n) {
+    const T av = a[0];
+    return map(b, out, n, [&](T y) { return f(av, y); });
+  }
+  const Shape sa = broadcast_strides(a_shape, out_shape);
+  const Shape sb = broadcast_strides(b_shape, out_shape);
+  const size_t rank = out_shape.size();
+  const int64_t inner = out_shape[rank - 1];
+  const int64_t ia = sa[rank - 1], ib = sb[rank - 1];
+  const int64_t rows = n / inner;
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t oa = 0, ob = 0, rest = row;
+    for (size_t axis = rank - 1; axis-- > 0;) {
+      const int64_t i = rest % out_shape[axis];
+      rest /= out_shape[axis];
+      oa += i * sa[axis];
+      ob += i * sb[axis];
+    }
+    T* o = out + row * inner;
+    for (int64_t j = 0; j < inner; ++j) o[j] = f(a[oa + j * ia], b[ob + j * ib]);
+  }
+}
+
+}  // namespace gradlab::kernels

@@ -1,0 +1,103 @@
+// matmul: forward and backward are the same batched GEMM with transpose flags, so no
+// transposed copy is ever materialised.
+#include "autograd/matmul.h"
+
+#include <Eigen/Core>
+
+#include "autograd/graph.h"
+#include "autograd/shape_ops.h"
+
+namespace gradlab {
+namespace {
+
+template <class T>
+using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// c [M, N] = op(a) @ op(b), op transposing when the flag is set. a is stored [M, K] (or
+// [K, M] when trans_a), b [K, N] (or [N, K] when trans_b).
+template <class T>
+void gemm(const T* a, bool trans_a, const T* b, bool trans_b, T* c, int64_t m, int64_t n,
+          int64_t k) {
+  Eigen::Map<RowMajor<T>> out(c, m, n);
+  Eigen::Map<const RowMajor<T>> lhs(a, trans_a ? k : m, trans_a ? m : k);
+  Eigen::Map<const RowMajor<T>> rhs(b, trans_b ? n : k, trans_b ? k : n);
+  if (!trans_a && !trans_b) out.noalias() = lhs * rhs;
+  if (!trans_a && trans_b) out.noalias() = lhs * rhs.transpose();
+  if (trans_a && !trans_b) out.noalias() = lhs.transpose() * rhs;
+  if (trans_a && trans_b) out.noalias() = lhs.transpose() * rhs.transpose();
+}
+
+Shape batch_of(const Shape& s) {
+  return Shape(s.begin(), s.end() - 2);
+}
+
+// op(a) @ op(b) over broadcast batch axes; no graph. Shapes are already validated.
+Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b) {
+  const int64_t ra = a.rank(), rb = b.rank();
+  const int64_t m = trans_a ? a.shape()[ra - 1] : a.shape()[ra - 2];
+  const int64_t k = trans_a ? a.shape()[ra - 2] : a.shape()[ra - 1];
+  const int64_t n = trans_b ? b.shape()[rb - 2] : b.shape()[rb - 1];
+  const Shape batch = broadcast_shapes("matmul", batch_of(a.shape()), batch_of(b.shape()));
+  Shape out_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  Tensor out = Tensor::empty(out_shape, a.dtype());
+
+  const Shape a_strides = broadcast_strides(batch_of(a.shape()), batch);
+  const Shape b_strides = broadcast_strides(batch_of(b.shape()), batch);
+  const int64_t count = numel(batch);
+  dispatch(a.dtype(), [&]<class T>() {
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    T* op = out.data<T>();
+#pragma omp parallel for if (count > 1 && count * m * n * k > (1 << 18)) schedule(static)
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t oa = 0, ob = 0, rest = i;
+      for (size_t axis = batch.size(); axis-- > 0;) {
+        const int64_t idx = rest % batch[axis];
+        rest /= batch[axis];
+        oa += idx * a_strides[axis];
+        ob += idx * b_strides[axis];
+      }
+      gemm(ap + oa * m * k, trans_a, bp + ob * k * n, trans_b, op + i * m * n, m, n, k);
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_same_dtype("matmul", a.dtype(), b.dtype());
+  if (a.rank() < 2 || b.rank() < 2) {
+    throw ShapeError("matmul: both operands need rank >= 2: " + to_string(a.shape()) + " @ " +
+                     to_string(b.shape()));
+  }
+  const int64_t k = a.size(-1);
+  if (k != b.size(-2)) {
+    throw ShapeError("matmul: inner dimensions differ: " + to_string(a.shape()) + " @ " +
+                     to_string(b.shape()));
+  }
+  if (b.rank() == 2) {
+    // A weight: fold a's leading axes into rows, one GEMM for all of them.
+    const Tensor rows = reshape(a.detach(), {-1, k});  // [M', K]
+    Shape out_shape = a.shape();
+    out_shape.back() = b.size(-1);
+    Tensor out = reshape(batched_product(rows, false, b.detach(), false), out_shape);
+    return record("matmul", out, {a, b}, [rows, a, b](const Tensor& g) {
+      const Tensor g_rows = reshape(g, {-1, b.size(-1)});  // [M', N]
+      return std::vector<Tensor>{
+          a.requires_grad() ? reshape(batched_product(g_rows, false, b, true), a.shape())
+                            : Tensor(),
+          b.requires_grad() ? batched_product(rows, true, g_rows, false) : Tensor()};
+    });
+  }
+  Tensor out = batched_product(a, false, b, false);
+  return record("matmul", out, {a, b}, [a, b](const Tensor& g) {
+    // Gradients come out in the broadcast batch shape; the engine sums them back.
+    return std::vector<Tensor>{a.requires_grad() ? batched_product(g, false, b, true) : Tensor(),
+                               b.requires_grad() ? batched_product(a, true, g, false) : Tensor()};
+  });
+}
+
+}  // namespace gradlab

@@ -1,0 +1,100 @@
+// Fused layer normalisation: one pass for the statistics, one for the output; the backward
+// recomputes the normalised input from the saved mean and 1/std (as llm.c does).
+#include "autograd/norm.h"
+
+#include <cmath>
+
+#include "autograd/graph.h"
+#include "autograd/kernels.h"
+
+namespace gradlab {
+namespace {
+
+void check_affine(const char* what, const Tensor& p, const Tensor& x) {
+  if (!p.defined()) return;
+  check_same_dtype("layer_norm", x.dtype(), p.dtype());
+  if (p.shape() != Shape{x.size(-1)}) {
+    throw ShapeError(std::string("layer_norm: ") + what + " " + to_string(p.shape()) +
+                     " does not match the last axis of input " + to_string(x.shape()) +
+                     " (expected [" + std::to_string(x.size(-1)) + "])");
+  }
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  if (x.rank() < 1) throw ShapeError("layer_norm: input must have at least one axis");
+  check_affine("weight", weight, x);
+  check_affine("bias", bias, x);
+  const int64_t channels = x.size(-1);  // C
+  const int64_t rows = channels == 0 ? 0 : x.numel() / channels;
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  Tensor mean = Tensor::empty({rows}, x.dtype());
+  Tensor rstd = Tensor::empty({rows}, x.dtype());
+  dispatch(x.dtype(), [&]<class T>() {
+    const T* xv = x.data<T>();
+    const T* w = weight.defined() ? weight.data<T>() : nullptr;
+    const T* b = bias.defined() ? bias.data<T>() : nullptr;
+    T* y = out.data<T>();
+    T* mu = mean.data<T>();
+    T* rs = rstd.data<T>();
+#pragma omp parallel for if (x.numel() > kernels::kParallelThreshold) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = xv + r * channels;
+      T m = 0;
+      for (int64_t c = 0; c < channels; ++c) m += xr[c];
+      m /= static_cast<T>(channels);
+      T var = 0;
+      for (int64_t c = 0; c < channels; ++c) var += (xr[c] - m) * (xr[c] - m);
+      var /= static_cast<T>(channels);
+      const T s = 1 / std::sqrt(var + static_cast<T>(eps));
+      mu[r] = m;
+      rs[r] = s;
+      T* yr = y + r * channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        const T normed = (xr[c] - m) * s;
+        yr[c] = normed * (w ? w[c] : T(1)) + (b ? b[c] : T(0));
+      }
+    }
+  });
+  return record("layer_norm", out, {x, weight, bias},
+                [x, weight, bias, mean, rstd, rows, channels](const Tensor& g) {
+                  Tensor dx = Tensor::empty(x.shape(), x.dtype());
+                  Tensor dw =
+                      weight.defined() ? Tensor::zeros(weight.shape(), x.dtype()) : Tensor();
+                  Tensor db = bias.defined() ? Tensor::zeros(bias.shape(), x.dtype()) : Tensor();
+                  dispatch(x.dtype(), [&]<class T>() {
+                    const T* xv = x.data<T>();
+                    const T* gv = g.data<T>();
+                    const T* w = weight.defined() ? weight.data<T>() : nullptr;
+                    T* dxv = dx.data<T>();
+                    T* dwv = dw.defined() ? dw.data<T>() : nullptr;
+                    T* dbv = db.defined() ? db.data<T>() : nullptr;
+                    for (int64_t r = 0; r < rows; ++r) {
+                      const T* xr = xv + r * channels;
+                      const T* gr = gv + r * channels;
+                      const T m = mean.data<T>()[r], s = rstd.data<T>()[r];
+                      // dxhat = g * w; dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+                      T sum_d = 0, sum_dx = 0;
+                      for (int64_t c = 0; c < channels; ++c) {
+                        const T xhat = (xr[c] - m) * s;
+                        const T d = gr[c] * (w ? w[c] : T(1));
+                        sum_d += d;
+                        sum_dx += d * xhat;
+                        if (dwv) dwv[c] += gr[c] * xhat;
+                        if (dbv) dbv[c] += gr[c];
+                      }
+                      const T mean_d = sum_d / static_cast<T>(channels);
+                      const T mean_dx = sum_dx / static_cast<T>(channels);
+                      T* dr = dxv + r * channels;
+                      for (int64_t c = 0; c < channels; ++c) {
+                        const T xhat = (xr[c] - m) * s;
+                        dr[c] = s * (gr[c] * (w ? w[c] : T(1)) - mean_d - xhat * mean_dx);
+                      }
+                    }
+                  });
+                  return std::vector<Tensor>{dx, dw, db};
+                });
+}
+
+}  // namespace gradlab

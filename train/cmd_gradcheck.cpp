@@ -1,0 +1,52 @@
+// `gradlab gradcheck`: the numerical gradient check of every registered op, as a table.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "autograd/op_checks.h"
+#include "train/commands.h"
+#include "train/options.h"
+
+namespace gradlab::train {
+
+int run_gradcheck(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  po::options_description options(
+      "gradlab gradcheck: compare analytic gradients with central "
+      "differences in float64\nOptions");
+  std::string only;
+  uint64_t seed = 0;
+  options.add_options()("help,h", "show this help")(
+      "op", po::value(&only), "check only this op (default: every registered op)")(
+      "seed", po::value(&seed)->default_value(0), "seed for the random inputs");
+  po::variables_map vm;
+  if (const int code = parse_or_usage("gradcheck", args, options, vm); code >= 0) return code;
+
+  bool found = false, all_passed = true;
+  std::printf("%-20s %-28s %12s %12s  %s\n", "op", "input shapes", "max abs err", "max rel err",
+              "result");
+  for (const OpCheck& check : op_checks()) {
+    if (!only.empty() && check.name != only) continue;
+    found = true;
+    Generator gen(seed);
+    const std::vector<Tensor> inputs = check.make_inputs(gen);
+    std::string shapes;
+    for (const Tensor& t : inputs) {
+      if (!shapes.empty()) shapes += ' ';
+      shapes += to_string(t.shape());
+    }
+    GradcheckOptions opts = check.options;
+    opts.seed = seed;
+    const GradcheckReport report = gradcheck(check.fn, inputs, opts);
+    all_passed = all_passed && report.passed();
+    std::printf("%-20s %-28s %12.3e %12.3e  %s\n", check.name.c_str(), shapes.c_str(),
+                report.max_abs_error(), report.max_rel_error(), report.passed() ? "PASS" : "FAIL");
+  }
+  if (!found) {
+    std::cerr << "gradcheck: unknown op '" << only << "'\n" << options;
+    return kExitUsage;
+  }
+  return all_passed ? kExitOk : kExitFailure;
+}
+
+}  // namespace gradlab::train

@@ -1,0 +1,32 @@
+// Command-line parsing shared by the subcommands.
+#include "train/options.h"
+
+#include <iostream>
+
+#include "train/commands.h"
+
+namespace gradlab::train {
+
+namespace po = boost::program_options;
+
+int parse_or_usage(const std::string& command, const std::vector<std::string>& args,
+                   const po::options_description& options, po::variables_map& vm,
+                   const po::positional_options_description* positional) {
+  try {
+    po::command_line_parser parser(args);
+    parser.options(options);
+    if (positional) parser.positional(*positional);
+    po::store(parser.run(), vm);
+    if (vm.count("help")) {
+      std::cout << options << '\n';
+      return kExitOk;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "gradlab " << command << ": " << e.what() << "\n\n" << options << '\n';
+    return kExitUsage;
+  }
+  return -1;
+}
+
+}  // namespace gradlab::train

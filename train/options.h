@@ -1,0 +1,18 @@
+// Shared command-line parsing for the subcommands (Boost.Program_options).
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+#include <vector>
+
+namespace gradlab::train {
+
+// Parses args into vm and notifies. Returns -1 to continue, or an exit code: 0 after printing
+// --help, 2 after printing a one-line reason and the usage for a bad flag or value.
+int parse_or_usage(
+    const std::string& command, const std::vector<std::string>& args,
+    const boost::program_options::options_description& options,
+    boost::program_options::variables_map& vm,
+    const boost::program_options::positional_options_description* positional = nullptr);
+
+}  // namespace gradlab::train

@@ -27,12 +27,13 @@ double GradcheckReport::max_rel_error() const {
   return m;
 }
 
-GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
-                          const GradcheckOptions& options) {
-  std::vector<Tensor> x;
-  for (const Tensor& input : inputs) x.push_back(input.to(DType::Float64).set_requires_grad());
-
-  Tensor out = fn(x);
+GradcheckReport gradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& wrt,
+                                  const GradcheckOptions& options) {
+  for (Tensor t : wrt) {
+    check_same_dtype("gradcheck", t.dtype(), DType::Float64);
+    t.zero_grad();
+  }
+  const Tensor out = fn();
   Generator gen(options.seed);
   const Tensor weights = Tensor::randn(out.shape(), gen, DType::Float64);
   auto objective = [&](const Tensor& y) { return sum(y * weights); };
@@ -40,7 +41,7 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
 
   GradcheckReport report;
   NoGradGuard no_grad;
-  for (Tensor& input : x) {
+  for (Tensor input : wrt) {
     InputReport r;
     r.shape = input.shape();
     const Tensor analytic =
@@ -50,9 +51,9 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
     for (int64_t i = 0; i < input.numel(); ++i) {
       const double saved = v[i];
       v[i] = saved + options.eps;
-      const double plus = objective(fn(x)).item();
+      const double plus = objective(fn()).item();
       v[i] = saved - options.eps;
-      const double minus = objective(fn(x)).item();
+      const double minus = objective(fn()).item();
       v[i] = saved;
       const double numeric = (plus - minus) / (2 * options.eps);
       const double a = analytic.data<double>()[i];
@@ -66,9 +67,17 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
       r.max_abs_error = std::max(r.max_abs_error, abs_error);
       if (scale > options.atol) r.max_rel_error = std::max(r.max_rel_error, abs_error / scale);
     }
+    input.zero_grad();
     report.inputs.push_back(r);
   }
   return report;
+}
+
+GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options) {
+  std::vector<Tensor> x;
+  for (const Tensor& input : inputs) x.push_back(input.to(DType::Float64).set_requires_grad());
+  return gradcheck_tensors([&] { return fn(x); }, x, options);
 }
 
 std::string describe(const GradcheckReport& report) {

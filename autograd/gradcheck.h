@@ -46,6 +46,11 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
 
+// Checks d fn() / d t for every t in wrt: float64 leaves that fn reads, such as the parameters
+// of a module moved to float64. They are perturbed in place and restored; their grads are reset.
+GradcheckReport gradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& wrt,
+                                  const GradcheckOptions& options = {});
+
 // "max abs 1.2e-10, max rel 3.4e-08 (input 1 [2,3] element 4)" or the failure's details.
 std::string describe(const GradcheckReport& report);
 

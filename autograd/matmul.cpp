@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 
 #include "autograd/graph.h"
+#include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
 
 namespace gradlab {
@@ -98,6 +99,42 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return std::vector<Tensor>{a.requires_grad() ? batched_product(g, false, b, true) : Tensor(),
                                b.requires_grad() ? batched_product(a, true, g, false) : Tensor()};
   });
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_same_dtype("linear", x.dtype(), weight.dtype());
+  if (weight.rank() != 2 || x.rank() < 1 || x.size(-1) != weight.size(1)) {
+    throw ShapeError("linear: input " + to_string(x.shape()) + " (..., in) does not match weight " +
+                     to_string(weight.shape()) + " (out, in)");
+  }
+  const int64_t in = weight.size(1), out_features = weight.size(0);
+  if (bias.defined() && bias.shape() != Shape{out_features}) {
+    throw ShapeError("linear: bias " + to_string(bias.shape()) + " does not match weight " +
+                     to_string(weight.shape()) + " (expected [" + std::to_string(out_features) +
+                     "])");
+  }
+  const Tensor rows = reshape(x.detach(), {-1, in});               // [M, in]
+  Tensor y = batched_product(rows, false, weight.detach(), true);  // [M, out]
+  if (bias.defined()) {
+    dispatch(y.dtype(), [&]<class T>() {
+      T* p = y.data<T>();
+      const T* b = bias.data<T>();
+      for (int64_t r = 0; r < rows.size(0); ++r)
+        for (int64_t c = 0; c < out_features; ++c) p[r * out_features + c] += b[c];
+    });
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = out_features;
+  return record(
+      "linear", reshape(y, out_shape), {x, weight, bias},
+      [rows, x, weight, bias, out_features](const Tensor& g) {
+        const Tensor g_rows = reshape(g, {-1, out_features});  // [M, out]
+        return std::vector<Tensor>{
+            x.requires_grad() ? reshape(batched_product(g_rows, false, weight, false), x.shape())
+                              : Tensor(),
+            weight.requires_grad() ? batched_product(g_rows, true, rows, false) : Tensor(),
+            bias.defined() && bias.requires_grad() ? sum(g_rows, {0}) : Tensor()};
+      });
 }
 
 }  // namespace gradlab

@@ -128,6 +128,11 @@ std::vector<OpCheck> make_checks() {
   add_check(normal_check("matmul_weight", {{2, 3, 5}, {5, 7}},
                          [](const Inputs& x) { return matmul(x[0], x[1]); }));
 
+  add_check(normal_check("linear", {{2, 3, 5}, {7, 5}, {7}},
+                         [](const Inputs& x) { return linear(x[0], x[1], x[2]); }));
+  add_check(normal_check("linear_no_bias", {{3, 5}, {7, 5}},
+                         [](const Inputs& x) { return linear(x[0], x[1], Tensor()); }));
+
   // Shape ops.
   add_check(normal_check("reshape", {{2, 3, 5}}, [](const Inputs& x) {
     return reshape(x[0], {5, -1});

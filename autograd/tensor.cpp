@@ -167,6 +167,14 @@ void Tensor::copy_from(const Tensor& src) {
               static_cast<size_t>(numel()) * dtype_size(dtype()));
 }
 
+void Tensor::set_data(const Tensor& src) {
+  if (!is_leaf()) throw GraphError(std::string("set_data: only leaf tensors can be replaced"));
+  node_->shape = src.shape();
+  node_->dtype = src.dtype();
+  node_->storage = src.node_->storage;
+  node_->grad = Tensor();
+}
+
 bool Tensor::requires_grad() const {
   return node_ && node_->requires_grad;
 }

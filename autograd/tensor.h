@@ -76,6 +76,10 @@ class Tensor {
   // Overwrites this tensor's values with src's (same shape and dtype), keeping its identity:
   // parameters stay the same objects an optimizer refers to.
   void copy_from(const Tensor& src);
+  // Makes this leaf take src's shape, dtype and values (sharing src's storage) and drops its
+  // gradient. Every handle to this tensor (a module's member, an optimizer's list) sees the
+  // change: this is how a module moves to float64.
+  void set_data(const Tensor& src);
 
   // --- Autograd ---------------------------------------------------------------------------
   bool requires_grad() const;

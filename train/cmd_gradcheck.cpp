@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "autograd/op_checks.h"
+#include "nn/module_checks.h"
 #include "train/commands.h"
 #include "train/options.h"
 
@@ -17,13 +18,13 @@ int run_gradcheck(const std::vector<std::string>& args) {
   std::string only;
   uint64_t seed = 0;
   options.add_options()("help,h", "show this help")(
-      "op", po::value(&only), "check only this op (default: every registered op)")(
+      "op", po::value(&only), "check only this op or module (default: all of them)")(
       "seed", po::value(&seed)->default_value(0), "seed for the random inputs");
   po::variables_map vm;
   if (const int code = parse_or_usage("gradcheck", args, options, vm); code >= 0) return code;
 
   bool found = false, all_passed = true;
-  std::printf("%-20s %-28s %12s %12s  %s\n", "op", "input shapes", "max abs err", "max rel err",
+  std::printf("%-24s %-34s %12s %12s  %s\n", "op", "input shapes", "max abs err", "max rel err",
               "result");
   for (const OpCheck& check : op_checks()) {
     if (!only.empty() && check.name != only) continue;
@@ -39,7 +40,15 @@ int run_gradcheck(const std::vector<std::string>& args) {
     opts.seed = seed;
     const GradcheckReport report = gradcheck(check.fn, inputs, opts);
     all_passed = all_passed && report.passed();
-    std::printf("%-20s %-28s %12.3e %12.3e  %s\n", check.name.c_str(), shapes.c_str(),
+    std::printf("%-24s %-34s %12.3e %12.3e  %s\n", check.name.c_str(), shapes.c_str(),
+                report.max_abs_error(), report.max_rel_error(), report.passed() ? "PASS" : "FAIL");
+  }
+  for (const nn::ModuleCheck& check : nn::module_checks()) {
+    if (!only.empty() && check.name != only) continue;
+    found = true;
+    const GradcheckReport report = check.run(seed);
+    all_passed = all_passed && report.passed();
+    std::printf("%-24s %-34s %12.3e %12.3e  %s\n", check.name.c_str(), check.sizes.c_str(),
                 report.max_abs_error(), report.max_rel_error(), report.passed() ? "PASS" : "FAIL");
   }
   if (!found) {

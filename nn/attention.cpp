@@ -1,0 +1,145 @@
+// Multi-head attention as a composition of differentiable ops: no hand-written backward.
+#include "nn/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.h"
+
+namespace gradlab::nn {
+namespace {
+
+// One boolean mask [B, H, Tq, Tk] (true = masked) from the causal flag, the key padding mask
+// and the boolean attention mask; nullopt when nothing is masked.
+std::optional<Mask> combined_mask(const AttentionMasks& masks, int64_t batch, int64_t heads,
+                                  int64_t tq, int64_t tk) {
+  if (!masks.causal && !masks.key_padding_mask && !masks.attn_mask) return std::nullopt;
+  const Shape full{batch, heads, tq, tk};
+  if (masks.key_padding_mask && masks.key_padding_mask->shape != Shape{batch, tk}) {
+    throw ShapeError("MultiHeadAttention: key_padding_mask " +
+                     to_string(masks.key_padding_mask->shape) +
+                     " does not match [B, Tk] = " + to_string({batch, tk}));
+  }
+  Shape attn_strides;
+  if (masks.attn_mask) {
+    if (broadcast_shapes("MultiHeadAttention", masks.attn_mask->shape, full) != full) {
+      throw ShapeError("MultiHeadAttention: attn_mask " + to_string(masks.attn_mask->shape) +
+                       " does not broadcast to [B, H, Tq, Tk] = " + to_string(full));
+    }
+    attn_strides = broadcast_strides(masks.attn_mask->shape, full);
+  }
+  Mask mask(full, std::vector<uint8_t>(numel(full), 0));
+  int64_t i = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t q = 0; q < tq; ++q) {
+        for (int64_t k = 0; k < tk; ++k, ++i) {
+          bool masked = masks.causal && k > q;
+          if (masks.key_padding_mask) masked = masked || masks.key_padding_mask->values[b * tk + k];
+          if (masks.attn_mask) {
+            masked = masked || masks.attn_mask->values[b * attn_strides[0] + h * attn_strides[1] +
+                                                       q * attn_strides[2] + k * attn_strides[3]];
+          }
+          mask.values[i] = masked;
+        }
+      }
+    }
+  }
+  return mask;
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, Generator& gen,
+                                       std::shared_ptr<Generator> dropout_gen)
+    : d_model_(config.d_model),
+      num_heads_(config.num_heads),
+      num_kv_heads_(config.num_kv_heads == 0 ? config.num_heads : config.num_kv_heads) {
+  if (d_model_ <= 0 || num_heads_ <= 0 || num_kv_heads_ <= 0) {
+    throw ConfigError("MultiHeadAttention: d_model " + std::to_string(d_model_) + ", num_heads " +
+                      std::to_string(num_heads_) + " and num_kv_heads " +
+                      std::to_string(num_kv_heads_) + " must be positive");
+  }
+  if (d_model_ % num_heads_ != 0) {
+    throw ConfigError("MultiHeadAttention: d_model " + std::to_string(d_model_) +
+                      " is not divisible by num_heads " + std::to_string(num_heads_));
+  }
+  if (num_heads_ % num_kv_heads_ != 0) {
+    throw ConfigError("MultiHeadAttention: num_heads " + std::to_string(num_heads_) +
+                      " is not divisible by num_kv_heads " + std::to_string(num_kv_heads_));
+  }
+  head_dim_ = d_model_ / num_heads_;
+  const int64_t kv_width = num_kv_heads_ * head_dim_;
+  q_proj =
+      register_module("q_proj", std::make_shared<Linear>(d_model_, d_model_, gen, config.bias));
+  k_proj =
+      register_module("k_proj", std::make_shared<Linear>(d_model_, kv_width, gen, config.bias));
+  v_proj =
+      register_module("v_proj", std::make_shared<Linear>(d_model_, kv_width, gen, config.bias));
+  out_proj =
+      register_module("out_proj", std::make_shared<Linear>(d_model_, d_model_, gen, config.bias));
+  drop_ = register_module("attn_drop", std::make_shared<Dropout>(config.dropout, dropout_gen));
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionMasks& masks) const {
+  return forward_with_weights(x, x, masks).output;
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key_value,
+                                   const AttentionMasks& masks) const {
+  return forward_with_weights(query, key_value, masks).output;
+}
+
+AttentionOutput MultiHeadAttention::forward_with_weights(const Tensor& query,
+                                                         const Tensor& key_value,
+                                                         const AttentionMasks& masks,
+                                                         AttentionTrace* trace) const {
+  for (const Tensor* t : {&query, &key_value}) {
+    if (t->rank() != 3 || t->size(-1) != d_model_) {
+      throw ShapeError("MultiHeadAttention: " + std::string(t == &query ? "query " : "key_value ") +
+                       to_string(t->shape()) + " is not [B, T, C] with C = d_model " +
+                       std::to_string(d_model_));
+    }
+  }
+  if (query.size(0) != key_value.size(0)) {
+    throw ShapeError("MultiHeadAttention: batch sizes differ: query " + to_string(query.shape()) +
+                     ", key_value " + to_string(key_value.shape()));
+  }
+  const int64_t B = query.size(0), Tq = query.size(1), Tk = key_value.size(1);
+  const int64_t H = num_heads_, KV = num_kv_heads_, G = H / KV, D = head_dim_;
+
+  // Project first: each head reads its own learned subspace of X.
+  const Tensor q = q_proj->forward(query);                             // [B, Tq, H*D]
+  const Tensor k = k_proj->forward(key_value);                         // [B, Tk, KV*D]
+  const Tensor v = v_proj->forward(key_value);                         // [B, Tk, KV*D]
+  const Tensor q_heads = transpose(reshape(q, {B, Tq, H, D}), 1, 2);   // [B, H, Tq, D]
+  const Tensor k_heads = transpose(reshape(k, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
+  const Tensor v_heads = transpose(reshape(v, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
+
+  // The G query heads of a group share one K/V head: an axis of size 1 broadcasts it.
+  const Tensor q_groups = reshape(q_heads, {B, KV, G, Tq, D});
+  const Tensor k_t = reshape(transpose(k_heads, -2, -1), {B, KV, 1, D, Tk});
+  const Tensor scores = reshape(matmul(q_groups, k_t), {B, H, Tq, Tk});  // [B, H, Tq, Tk]
+  const Tensor scaled = scores * (1.0 / std::sqrt(static_cast<double>(D)));
+
+  Tensor logits = scaled;
+  if (const auto mask = combined_mask(masks, B, H, Tq, Tk)) {
+    logits = masked_fill(logits, *mask, -std::numeric_limits<double>::infinity());
+  }
+  if (masks.additive_mask.defined()) logits = logits + masks.additive_mask;
+  const Tensor weights = softmax(logits, -1);  // along Tk: each query spreads 1 over the keys
+  const Tensor dropped = drop_->forward(weights);
+
+  const Tensor v_groups = reshape(v_heads, {B, KV, 1, Tk, D});
+  const Tensor heads =
+      reshape(matmul(reshape(dropped, {B, KV, G, Tq, Tk}), v_groups), {B, H, Tq, D});
+  const Tensor concat = reshape(transpose(heads, 1, 2), {B, Tq, H * D});  // [B, Tq, C]
+  const Tensor output = out_proj->forward(concat);                        // [B, Tq, C]
+
+  if (trace) {
+    *trace = {q, k, v, q_heads, k_heads, v_heads, scores, scaled, weights, heads, concat, output};
+  }
+  return {output, weights};
+}
+
+}  // namespace gradlab::nn

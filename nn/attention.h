@@ -1,0 +1,85 @@
+// Multi-head attention, as the seeds describe it (shapes use their letters):
+//
+//   query [B, Tq, C], key_value [B, Tk, C]
+//   Q = query W_Q^T + b_Q [B, Tq, H*D]   K, V = key_value W_K^T.. [B, Tk, KV*D]
+//   reshape [B, T, H, D], transpose -> [B, H, T, D]       (heads come from projections, not X)
+//   scores = Q K^T / sqrt(D)               [B, H, Tq, Tk]
+//   masks -> -inf, softmax along Tk         [B, H, Tq, Tk]
+//   weights @ V                             [B, H, Tq, D]
+//   transpose, reshape                      [B, Tq, C]   then W_O -> [B, Tq, C]
+//
+// Grouped-query attention: num_kv_heads KV divides H; query head h reads K/V head h / (H / KV)
+// (KV = H is standard MHA, KV = 1 is MQA). Parameters: 4C^2 (+4C biases) for standard MHA,
+// independent of H; 2C^2 + 2*C*KV*D (+ biases) with grouped K/V heads.
+//
+// A query row whose keys are all masked has weights of 0 everywhere, so its attention result
+// (before W_O, which then adds its bias) is 0 and no gradient flows through it: never NaN.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "autograd/indices.h"
+#include "nn/layers.h"
+
+namespace gradlab::nn {
+
+struct AttentionConfig {
+  int64_t d_model = 64;      // C
+  int64_t num_heads = 4;     // H; C must be divisible by H
+  int64_t num_kv_heads = 0;  // KV; 0 means H
+  bool bias = true;          // on all four projections
+  double dropout = 0.0;      // on the attention weights, in training mode
+};
+
+struct AttentionMasks {
+  bool causal = false;                   // query i sees keys j <= i
+  std::optional<Mask> key_padding_mask;  // [B, Tk], true = padding, never attended
+  std::optional<Mask> attn_mask;         // broadcastable to [B, H, Tq, Tk], true = masked
+  Tensor additive_mask;                  // broadcastable to [B, H, Tq, Tk], added to scores
+};
+
+// Every intermediate of one forward pass, for `gradlab explain` and for teaching.
+struct AttentionTrace {
+  Tensor q, k, v;                    // [B, Tq, H*D], [B, Tk, KV*D], [B, Tk, KV*D]
+  Tensor q_heads, k_heads, v_heads;  // [B, H, Tq, D], [B, KV, Tk, D], [B, KV, Tk, D]
+  Tensor scores, scaled_scores;      // [B, H, Tq, Tk]
+  Tensor weights;                    // [B, H, Tq, Tk]
+  Tensor head_outputs;               // [B, H, Tq, D]
+  Tensor concat;                     // [B, Tq, C]
+  Tensor output;                     // [B, Tq, C]
+};
+
+struct AttentionOutput {
+  Tensor output;   // [B, Tq, C]
+  Tensor weights;  // [B, H, Tq, Tk], per head (not averaged)
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  // Throws ConfigError if C is not divisible by H or H by KV.
+  MultiHeadAttention(const AttentionConfig& config, Generator& gen,
+                     std::shared_ptr<Generator> dropout_gen = nullptr);
+
+  // Self-attention: x [B, T, C] -> [B, T, C].
+  Tensor forward(const Tensor& x, const AttentionMasks& masks = {}) const;
+  // Cross-attention: query [B, Tq, C] attends over key_value [B, Tk, C].
+  Tensor forward(const Tensor& query, const Tensor& key_value,
+                 const AttentionMasks& masks = {}) const;
+  // As above, also returning the weights; fills *trace with every step when given.
+  AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key_value,
+                                       const AttentionMasks& masks = {},
+                                       AttentionTrace* trace = nullptr) const;
+
+  int64_t num_heads() const { return num_heads_; }
+  int64_t num_kv_heads() const { return num_kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
+
+  std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
+
+ private:
+  int64_t d_model_, num_heads_, num_kv_heads_, head_dim_;
+  std::shared_ptr<Dropout> drop_;
+};
+
+}  // namespace gradlab::nn

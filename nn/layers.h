@@ -1,0 +1,79 @@
+// The basic layers: Linear, Embedding, LayerNorm, Dropout, positional encodings, FeedForward.
+//
+// Initialisation (deterministic for a given Generator): Linear weights Xavier/Glorot uniform,
+// U(-a, a) with a = sqrt(6 / (in + out)), biases zero; embeddings normal(0, 0.02); LayerNorm
+// weight one, bias zero.
+#pragma once
+
+#include <memory>
+
+#include "autograd/indices.h"
+#include "autograd/random.h"
+#include "nn/module.h"
+
+namespace gradlab::nn {
+
+// y = x W^T + b, W [out, in] (PyTorch's layout).
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, Generator& gen, bool bias = true);
+  Tensor forward(const Tensor& x) const;  // [..., in] -> [..., out]
+  Tensor weight, bias;                    // bias undefined without bias
+};
+
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t dim, Generator& gen);
+  Tensor forward(const Indices& ids) const;  // [...] -> [..., dim]
+  Tensor weight;                             // [num_embeddings, dim]
+};
+
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(int64_t dim, double eps = 1e-5);
+  Tensor forward(const Tensor& x) const;  // over the last axis
+  Tensor weight, bias;
+  double eps;
+};
+
+// Inverted dropout drawing from a generator shared by the whole model, so one state (saved in
+// checkpoints) describes every dropout mask of a run.
+class Dropout : public Module {
+ public:
+  Dropout(double p, std::shared_ptr<Generator> gen);
+  Tensor forward(const Tensor& x) const;
+  double p;
+
+ private:
+  std::shared_ptr<Generator> gen_;
+};
+
+// The fixed encoding of Vaswani et al.: PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(..).
+class SinusoidalPositionalEncoding : public Module {
+ public:
+  SinusoidalPositionalEncoding(int64_t max_len, int64_t dim);
+  Tensor forward(int64_t length, DType dtype) const;  // [T, C], no parameters
+
+ private:
+  Tensor table_;  // [max_len, C], float64
+};
+
+// A learned position table, one row per position.
+class LearnedPositionalEmbedding : public Module {
+ public:
+  LearnedPositionalEmbedding(int64_t max_len, int64_t dim, Generator& gen);
+  Tensor forward(int64_t length) const;  // [T, C]
+  Tensor weight;                         // [max_len, C]
+};
+
+// Linear, GELU, Linear (with dropout after the second Linear when p > 0).
+class FeedForward : public Module {
+ public:
+  FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double dropout = 0.0,
+              std::shared_ptr<Generator> dropout_gen = nullptr);
+  Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
+  std::shared_ptr<Linear> fc1, fc2;
+  std::shared_ptr<Dropout> drop;
+};
+
+}  // namespace gradlab::nn

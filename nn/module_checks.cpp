@@ -1,0 +1,167 @@
+// Module gradient checks: B, T, C, H, D and friends all differ in every case.
+#include "nn/module_checks.h"
+
+#include "autograd/ops.h"
+#include "nn/models.h"
+
+namespace gradlab::nn {
+namespace {
+
+// Moves module to float64 and replaces every parameter with normal * 0.5, so that zero biases
+// and unit LayerNorm weights cannot hide a wrong gradient.
+void randomize(Module& module, Generator& gen) {
+  module.to(DType::Float64);
+  for (Tensor p : module.parameters()) {
+    p.set_data(Tensor::randn(p.shape(), gen, DType::Float64, 0.0, 0.5));
+  }
+}
+
+// Checks fn(inputs) with respect to every input (random, of the given shapes) and every
+// parameter of module.
+GradcheckReport check_with_inputs(Module& module, const std::vector<Shape>& shapes, uint64_t seed,
+                                  const std::function<Tensor(const std::vector<Tensor>&)>& fn) {
+  Generator gen(seed);
+  randomize(module, gen);
+  std::vector<Tensor> inputs;
+  for (const Shape& shape : shapes) {
+    inputs.push_back(Tensor::randn(shape, gen, DType::Float64).set_requires_grad());
+  }
+  std::vector<Tensor> wrt = inputs;
+  for (const Tensor& p : module.parameters()) wrt.push_back(p);
+  return gradcheck_tensors([&] { return fn(inputs); }, wrt, {.seed = seed});
+}
+
+GradcheckReport check_with_input(Module& module, const Shape& x_shape, uint64_t seed,
+                                 const std::function<Tensor(const Tensor&)>& fn) {
+  return check_with_inputs(module, {x_shape}, seed,
+                           [&](const std::vector<Tensor>& in) { return fn(in[0]); });
+}
+
+GradcheckReport check_parameters(Module& module, uint64_t seed, const std::function<Tensor()>& fn) {
+  Generator gen(seed);
+  randomize(module, gen);
+  return gradcheck_tensors(fn, module.parameters(), {.seed = seed});
+}
+
+Mask padding(const Shape& shape, const std::vector<uint8_t>& values) {
+  return Mask(shape, values);
+}
+
+ModuleCheck attention_check(std::string name, std::string sizes, AttentionConfig config,
+                            Shape query_shape, int64_t tk, AttentionMasks masks) {
+  return {std::move(name), std::move(sizes), [=](uint64_t seed) {
+            Generator init(seed);
+            MultiHeadAttention attn(config, init);
+            if (tk == query_shape[1]) {
+              return check_with_input(attn, query_shape, seed,
+                                      [&](const Tensor& x) { return attn.forward(x, masks); });
+            }
+            const Shape kv_shape{query_shape[0], tk, query_shape[2]};
+            return check_with_inputs(
+                attn, {query_shape, kv_shape}, seed,
+                [&](const std::vector<Tensor>& in) { return attn.forward(in[0], in[1], masks); });
+          }};
+}
+
+std::vector<ModuleCheck> make_checks() {
+  std::vector<ModuleCheck> checks;
+  checks.push_back({"Linear", "[2,3,5] -> 7", [](uint64_t seed) {
+                      Generator gen(seed);
+                      Linear layer(5, 7, gen);
+                      return check_with_input(layer, {2, 3, 5}, seed,
+                                              [&](const Tensor& x) { return layer.forward(x); });
+                    }});
+  checks.push_back({"Embedding", "V=7 C=5 ids [2,3]", [](uint64_t seed) {
+                      Generator gen(seed);
+                      Embedding layer(7, 5, gen);
+                      const Indices ids({2, 3}, {6, 0, 6, 2, 3, 1});
+                      return check_parameters(layer, seed, [&] { return layer.forward(ids); });
+                    }});
+  checks.push_back({"LayerNorm", "[2,3,5]", [](uint64_t seed) {
+                      LayerNorm layer(5);
+                      return check_with_input(layer, {2, 3, 5}, seed,
+                                              [&](const Tensor& x) { return layer.forward(x); });
+                    }});
+  checks.push_back({"FeedForward", "[2,3,5] d_ff=7", [](uint64_t seed) {
+                      Generator gen(seed);
+                      FeedForward layer(5, 7, gen);
+                      return check_with_input(layer, {2, 3, 5}, seed,
+                                              [&](const Tensor& x) { return layer.forward(x); });
+                    }});
+
+  const AttentionConfig mha{.d_model = 12, .num_heads = 3};
+  AttentionMasks causal_padding;
+  causal_padding.causal = true;
+  causal_padding.key_padding_mask = padding({2, 5}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 1});
+  AttentionMasks cross_padding;
+  cross_padding.key_padding_mask = padding({2, 7}, {0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0});
+  AttentionMasks fully_masked;  // every key of batch element 1 is padding
+  fully_masked.key_padding_mask = padding({2, 5}, {0, 1, 0, 0, 0, 1, 1, 1, 1, 1});
+  AttentionMasks causal;
+  causal.causal = true;
+  checks.push_back(attention_check("MHA self", "B=2 T=5 C=12 H=3 D=4", mha, {2, 5, 12}, 5, {}));
+  checks.push_back(attention_check("MHA causal+padding", "B=2 T=5 C=12 H=3 D=4", mha, {2, 5, 12}, 5,
+                                   causal_padding));
+  checks.push_back(attention_check("MHA cross", "B=2 Tq=5 Tk=7 C=12 H=3 D=4", mha, {2, 5, 12}, 7,
+                                   cross_padding));
+  checks.push_back(attention_check("MHA fully masked row", "B=2 T=5 C=12 H=3 D=4", mha, {2, 5, 12},
+                                   5, fully_masked));
+  checks.push_back(attention_check("GQA", "B=3 T=5 C=24 H=4 KV=2 D=6",
+                                   {.d_model = 24, .num_heads = 4, .num_kv_heads = 2}, {3, 5, 24},
+                                   5, causal));
+  checks.push_back(attention_check("MQA cross", "B=2 Tq=5 Tk=7 C=12 H=3 KV=1 D=4",
+                                   {.d_model = 12, .num_heads = 3, .num_kv_heads = 1}, {2, 5, 12},
+                                   7, {}));
+
+  for (const bool pre_norm : {true, false}) {
+    checks.push_back(
+        {pre_norm ? "Block pre-LN" : "Block post-LN", "B=2 T=5 C=12 H=3 F=7",
+         [pre_norm](uint64_t seed) {
+           Generator gen(seed);
+           TransformerBlock block(
+               {.attention = {.d_model = 12, .num_heads = 3}, .d_ff = 7, .pre_norm = pre_norm},
+               gen);
+           AttentionMasks masks;
+           masks.causal = true;
+           return check_with_input(block, {2, 5, 12}, seed,
+                                   [&](const Tensor& x) { return block.forward(x, masks); });
+         }});
+  }
+  checks.push_back(
+      {"Block cross-attention", "B=2 T=5 S=7 C=12 H=3 F=20", [](uint64_t seed) {
+         Generator gen(seed);
+         TransformerBlock block(
+             {.attention = {.d_model = 12, .num_heads = 3}, .d_ff = 20, .cross_attention = true},
+             gen);
+         AttentionMasks masks;
+         masks.causal = true;
+         return check_with_inputs(
+             block, {{2, 5, 12}, {2, 7, 12}}, seed,
+             [&](const std::vector<Tensor>& in) { return block.forward(in[0], masks, in[1]); });
+       }});
+
+  const ModelConfig tiny{
+      .vocab_size = 7, .max_len = 6, .d_model = 12, .num_heads = 3, .num_layers = 2, .d_ff = 20};
+  checks.push_back({"DecoderLM", "V=7 B=2 T=5 C=12 H=3 L=2 F=20", [tiny](uint64_t seed) {
+                      DecoderLM model(tiny);
+                      const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
+                      return check_parameters(model, seed, [&] { return model.forward(tokens); });
+                    }});
+  checks.push_back({"EncoderDecoder", "V=7 B=2 S=5 T=4 C=12 H=3 L=2 F=20", [tiny](uint64_t seed) {
+                      EncoderDecoder model(tiny);
+                      const Indices source({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
+                      const Indices target({2, 4}, {0, 2, 5, 6, 0, 1, 1, 4});
+                      return check_parameters(model, seed,
+                                              [&] { return model.forward(source, target); });
+                    }});
+  return checks;
+}
+
+}  // namespace
+
+const std::vector<ModuleCheck>& module_checks() {
+  static const std::vector<ModuleCheck> checks = make_checks();
+  return checks;
+}
+
+}  // namespace gradlab::nn

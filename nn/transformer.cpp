@@ -1,0 +1,60 @@
+// Residual wiring of the transformer block.
+#include "nn/transformer.h"
+
+#include "autograd/ops.h"
+
+namespace gradlab::nn {
+
+Tensor residual_add(const Tensor& x, const Tensor& sublayer_output, const char* sublayer) {
+  if (x.shape() != sublayer_output.shape()) {
+    throw ShapeError(std::string("TransformerBlock: residual shapes differ: input ") +
+                     to_string(x.shape()) + " vs " + sublayer + " output " +
+                     to_string(sublayer_output.shape()));
+  }
+  return x + sublayer_output;
+}
+
+TransformerBlock::TransformerBlock(const BlockConfig& config, Generator& gen,
+                                   std::shared_ptr<Generator> dropout_gen)
+    : pre_norm_(config.pre_norm) {
+  const int64_t c = config.attention.d_model;
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(c));
+  attn = register_module("attn",
+                         std::make_shared<MultiHeadAttention>(config.attention, gen, dropout_gen));
+  if (config.cross_attention) {
+    ln_cross = register_module("ln_cross", std::make_shared<LayerNorm>(c));
+    cross_attn = register_module(
+        "cross_attn", std::make_shared<MultiHeadAttention>(config.attention, gen, dropout_gen));
+  }
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(c));
+  ffn = register_module("ffn", std::make_shared<FeedForward>(c, config.d_ff, gen));
+  drop_ = register_module("drop", std::make_shared<Dropout>(config.dropout, dropout_gen));
+}
+
+Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_masks,
+                                 const Tensor& memory, const AttentionMasks& memory_masks,
+                                 Tensor* self_weights) const {
+  if (cross_attn && !memory.defined()) {
+    throw ShapeError("TransformerBlock: a block with cross-attention needs the encoder memory");
+  }
+  if (!cross_attn && memory.defined()) {
+    throw ShapeError("TransformerBlock: memory given to a block without cross-attention");
+  }
+  // One sublayer with its residual, in either LayerNorm placement.
+  auto sublayer = [&](const Tensor& h, const LayerNorm& norm, const char* name, auto&& body) {
+    if (pre_norm_) return residual_add(h, drop_->forward(body(norm.forward(h))), name);
+    return norm.forward(residual_add(h, drop_->forward(body(h)), name));
+  };
+  Tensor h = sublayer(x, *ln1, "attention", [&](const Tensor& in) {
+    AttentionOutput result = attn->forward_with_weights(in, in, self_masks);
+    if (self_weights) *self_weights = result.weights;
+    return result.output;
+  });
+  if (cross_attn) {
+    h = sublayer(h, *ln_cross, "cross-attention",
+                 [&](const Tensor& in) { return cross_attn->forward(in, memory, memory_masks); });
+  }
+  return sublayer(h, *ln2, "feed-forward", [&](const Tensor& in) { return ffn->forward(in); });
+}
+
+}  // namespace gradlab::nn

@@ -1,0 +1,47 @@
+// TransformerBlock: attention and feed-forward sublayers with residual connections.
+//
+// Pre-LayerNorm (default):  x = x + attn(ln1(x));  x = x + ffn(ln2(x))
+// Post-LayerNorm (Vaswani et al.): x = ln1(x + attn(x));  x = ln2(x + ffn(x))
+// A decoder block of an encoder-decoder model adds cross-attention over the encoder output
+// (`memory`) between the two, with its own LayerNorm (ln_cross).
+#pragma once
+
+#include <memory>
+
+#include "nn/attention.h"
+
+namespace gradlab::nn {
+
+struct BlockConfig {
+  AttentionConfig attention;
+  int64_t d_ff = 256;
+  bool pre_norm = true;
+  bool cross_attention = false;
+  double dropout = 0.0;  // after each sublayer, before the residual addition
+};
+
+class TransformerBlock : public Module {
+ public:
+  TransformerBlock(const BlockConfig& config, Generator& gen,
+                   std::shared_ptr<Generator> dropout_gen = nullptr);
+
+  // x [B, T, C]; memory [B, S, C] is required exactly when the block has cross-attention.
+  // With self_weights, stores the self-attention weights [B, H, T, T] there.
+  Tensor forward(const Tensor& x, const AttentionMasks& self_masks = {},
+                 const Tensor& memory = Tensor(), const AttentionMasks& memory_masks = {},
+                 Tensor* self_weights = nullptr) const;
+
+  std::shared_ptr<LayerNorm> ln1, ln_cross, ln2;
+  std::shared_ptr<MultiHeadAttention> attn, cross_attn;
+  std::shared_ptr<FeedForward> ffn;
+
+ private:
+  bool pre_norm_;
+  std::shared_ptr<Dropout> drop_;
+};
+
+// x + sublayer_output, with a clear error naming the sublayer if the shapes differ (a changed
+// layer that alters the width would otherwise broadcast silently or fail obscurely).
+Tensor residual_add(const Tensor& x, const Tensor& sublayer_output, const char* sublayer);
+
+}  // namespace gradlab::nn

@@ -31,6 +31,11 @@ struct IndexError : Error {
 struct ConfigError : Error {
   using Error::Error;
 };
+// A checkpoint that is missing, unreadable, of another format or version, or that does not
+// match the model it is loaded into. The message names the file and the item.
+struct CheckpointError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 // Misuse of the autograd graph, such as a second backward through a freed graph.
 struct GraphError : std::logic_error {
   using std::logic_error::logic_error;

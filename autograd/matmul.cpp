@@ -32,6 +32,11 @@ Shape batch_of(const Shape& s) {
   return Shape(s.begin(), s.end() - 2);
 }
 
+// Rows of x viewed as a matrix over its last axis (explicit, so an empty last axis works).
+int64_t leading_rows(const Tensor& x) {
+  return numel(Shape(x.shape().begin(), x.shape().end() - 1));
+}
+
 // op(a) @ op(b) over broadcast batch axes; no graph. Shapes are already validated.
 Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b) {
   const int64_t ra = a.rank(), rb = b.rank();
@@ -81,12 +86,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   }
   if (b.rank() == 2) {
     // A weight: fold a's leading axes into rows, one GEMM for all of them.
-    const Tensor rows = reshape(a.detach(), {-1, k});  // [M', K]
+    const Tensor rows = reshape(a.detach(), {leading_rows(a), k});  // [M', K]
     Shape out_shape = a.shape();
     out_shape.back() = b.size(-1);
     Tensor out = reshape(batched_product(rows, false, b.detach(), false), out_shape);
     return record("matmul", out, {a, b}, [rows, a, b](const Tensor& g) {
-      const Tensor g_rows = reshape(g, {-1, b.size(-1)});  // [M', N]
+      const Tensor g_rows = reshape(g, {rows.size(0), b.size(-1)});  // [M', N]
       return std::vector<Tensor>{
           a.requires_grad() ? reshape(batched_product(g_rows, false, b, true), a.shape())
                             : Tensor(),
@@ -113,7 +118,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                      to_string(weight.shape()) + " (expected [" + std::to_string(out_features) +
                      "])");
   }
-  const Tensor rows = reshape(x.detach(), {-1, in});               // [M, in]
+  const Tensor rows = reshape(x.detach(), {leading_rows(x), in});  // [M, in]
   Tensor y = batched_product(rows, false, weight.detach(), true);  // [M, out]
   if (bias.defined()) {
     dispatch(y.dtype(), [&]<class T>() {
@@ -128,7 +133,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return record(
       "linear", reshape(y, out_shape), {x, weight, bias},
       [rows, x, weight, bias, out_features](const Tensor& g) {
-        const Tensor g_rows = reshape(g, {-1, out_features});  // [M, out]
+        const Tensor g_rows = reshape(g, {rows.size(0), out_features});  // [M, out]
         return std::vector<Tensor>{
             x.requires_grad() ? reshape(batched_product(g_rows, false, weight, false), x.shape())
                               : Tensor(),

@@ -14,26 +14,24 @@
 namespace gradlab {
 namespace {
 
-// x's shape with the reduced axes set to 1; validates and deduplicates axes.
-Shape keepdim_shape(const char* op, const Shape& shape, const std::vector<int64_t>& axes) {
-  Shape kept = shape;
-  std::vector<bool> seen(shape.size(), false);
-  for (int64_t axis : axes) {
-    const int64_t a = normalize_axis(op, axis, static_cast<int64_t>(shape.size()));
-    if (seen[a]) throw AxisError(std::string(op) + ": axis " + std::to_string(axis) + " repeated");
-    seen[a] = true;
-    kept[a] = 1;
+// The reduced axes and the result shapes with (kept) and without (dropped) them.
+struct Reduction {
+  Shape kept, dropped;
+  Reduction(const char* op, const Shape& shape, const std::vector<int64_t>& axes) : kept(shape) {
+    std::vector<bool> reduced(shape.size(), false);
+    for (int64_t axis : axes) {
+      const int64_t a = normalize_axis(op, axis, static_cast<int64_t>(shape.size()));
+      if (reduced[a]) {
+        throw AxisError(std::string(op) + ": axis " + std::to_string(axis) + " repeated");
+      }
+      reduced[a] = true;
+      kept[a] = 1;
+    }
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (!reduced[i]) dropped.push_back(shape[i]);
+    }
   }
-  return kept;
-}
-
-Shape drop_ones(const Shape& shape, const Shape& kept) {
-  Shape out;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (kept[i] != 1 || shape[i] == 1) out.push_back(kept[i]);
-  }
-  return out;
-}
+};
 
 // out (shape `kept`, zeroed) += x summed over the axes where kept is 1 and x is not.
 template <class T>
@@ -139,8 +137,8 @@ Tensor sum(const Tensor& x) {
 }
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
-  const Shape kept = keepdim_shape("sum", x.shape(), axes);
-  return sum_impl("sum", x, kept, keepdim ? kept : drop_ones(x.shape(), kept));
+  const Reduction r("sum", x.shape(), axes);
+  return sum_impl("sum", x, r.kept, keepdim ? r.kept : r.dropped);
 }
 
 Tensor mean(const Tensor& x) {
@@ -148,8 +146,8 @@ Tensor mean(const Tensor& x) {
 }
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
-  const Shape kept = keepdim_shape("mean", x.shape(), axes);
-  const int64_t count = x.numel() / std::max<int64_t>(numel(kept), 1);
+  const Reduction r("mean", x.shape(), axes);
+  const int64_t count = x.numel() / std::max<int64_t>(numel(r.kept), 1);
   return sum(x, axes, keepdim) / static_cast<double>(std::max<int64_t>(count, 1));
 }
 

@@ -61,8 +61,9 @@ void log_softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
   }
   T total = 0;
   for (int64_t i = 0; i < n; ++i) total += std::exp(x[i * stride] - m);
-  const T shift = m + std::log(total);
-  for (int64_t i = 0; i < n; ++i) y[i * stride] = x[i * stride] - shift;
+  // (x - m) first: m + log(total) would round away the small differences of huge logits.
+  const T log_total = std::log(total);
+  for (int64_t i = 0; i < n; ++i) y[i * stride] = (x[i * stride] - m) - log_total;
 }
 
 // A new tensor with row_fn(in_row, out_row, n, stride) applied to every row of x.

@@ -272,6 +272,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i]) || std::isnan(y[i])) return false;
     if (x[i] == y[i]) continue;  // equal infinities
+    if (std::isinf(x[i]) || std::isinf(y[i])) return false;
     if (!(std::abs(x[i] - y[i]) <= atol + rtol * std::abs(y[i]))) return false;
   }
   return true;
@@ -291,11 +292,11 @@ void print_axis(std::ostream& out, const std::vector<double>& values, const Shap
   out << '[';
   const int64_t n = shape[axis];
   for (int64_t i = 0; i < n; ++i) {
+    if (i > 0) out << ", ";
     if (summarise && n > 2 * kEdgeItems && i == kEdgeItems) {
       out << "..., ";
       i = n - kEdgeItems;
     }
-    if (i > 0 && !(summarise && n > 2 * kEdgeItems && i == n - kEdgeItems)) out << ", ";
     print_axis(out, values, shape, strides, axis + 1, offset + i * strides[axis], summarise);
   }
   out << ']';

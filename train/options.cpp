@@ -23,10 +23,15 @@ int parse_or_usage(const std::string& command, const std::vector<std::string>& a
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << "gradlab " << command << ": " << e.what() << "\n\n" << options << '\n';
-    return kExitUsage;
+    return usage_error(command, e.what(), options);
   }
   return -1;
+}
+
+int usage_error(const std::string& command, const std::string& reason,
+                const po::options_description& options) {
+  std::cerr << "gradlab " << command << ": " << reason << "\n\n" << options << '\n';
+  return kExitUsage;
 }
 
 }  // namespace gradlab::train

@@ -15,4 +15,8 @@ int parse_or_usage(
     boost::program_options::variables_map& vm,
     const boost::program_options::positional_options_description* positional = nullptr);
 
+// Prints "gradlab <command>: <reason>" and the usage to stderr; returns 2.
+int usage_error(const std::string& command, const std::string& reason,
+                const boost::program_options::options_description& options);
+
 }  // namespace gradlab::train

@@ -1,0 +1,207 @@
+#include "data/task.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "autograd/error.h"
+
+namespace gradlab::data {
+namespace {
+
+using Sequence = std::vector<int64_t>;
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+// splitmix64's output function: a bijection of 64-bit words with good avalanche.
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// Seed of stream `index` of `seed`. For a fixed seed it is a bijection of index, so distinct
+// indices never share a generator. Training steps use indices 0..2^63-1; the held-out set uses
+// the index 2^64-1, which no training step reaches.
+uint64_t stream_seed(uint64_t seed, uint64_t index) {
+  return splitmix64(splitmix64(seed) ^ index);
+}
+constexpr uint64_t kHeldoutIndex = ~0ULL;
+
+bool is_recall(const TaskConfig& c) {
+  return c.name == "recall";
+}
+
+void require_positive(const char* what, int64_t value) {
+  if (value < 1)
+    throw ConfigError(std::string("task: ") + what + " must be >= 1, got " + str(value));
+}
+
+std::vector<Sequence> draw(const Task& task, Generator& gen, int64_t count) {
+  std::vector<Sequence> samples;
+  samples.reserve(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) samples.push_back(task.sample(gen));
+  return samples;
+}
+
+std::vector<Sequence> training_samples(const Task& task, uint64_t seed, int64_t step,
+                                       int64_t batch_size) {
+  if (step < 0) throw ConfigError("task: step must be >= 0, got " + str(step));
+  require_positive("batch_size", batch_size);
+  Generator gen(stream_seed(seed, static_cast<uint64_t>(step)));
+  return draw(task, gen, batch_size);
+}
+
+std::vector<Sequence> heldout_samples(const Task& task, uint64_t seed, int64_t count) {
+  require_positive("heldout count", count);
+  Generator gen(stream_seed(seed, kHeldoutIndex));
+  return draw(task, gen, count);
+}
+
+Batch decoder_view(const Task& task, const std::vector<Sequence>& samples) {
+  const int64_t rows = static_cast<int64_t>(samples.size());
+  const int64_t steps = task.sample_length() - 1;
+  const int64_t first_answer = task.prompt_length();  // position whose target opens the answer
+  std::vector<int64_t> inputs, targets;
+  std::vector<uint8_t> mask;
+  for (const Sequence& s : samples) {
+    for (int64_t t = 0; t < steps; ++t) {
+      const bool counted = t >= first_answer;
+      inputs.push_back(s[static_cast<size_t>(t)]);
+      targets.push_back(counted ? s[static_cast<size_t>(t + 1)] : kIgnore);
+      mask.push_back(counted ? 1 : 0);
+    }
+  }
+  return {Indices({rows, steps}, std::move(inputs)), Indices({rows, steps}, std::move(targets)),
+          Mask({rows, steps}, std::move(mask))};
+}
+
+Seq2SeqBatch seq2seq_view(const Task& task, const std::vector<Sequence>& samples) {
+  const int64_t rows = static_cast<int64_t>(samples.size());
+  const auto prompt_len = task.prompt_length();
+  const auto answer_len = task.answer_length();
+  std::vector<int64_t> source, target_in, target_out;
+  for (const Sequence& s : samples) {
+    const auto answer_begin = s.begin() + prompt_len + 1;
+    source.insert(source.end(), s.begin(), s.begin() + prompt_len);
+    target_in.insert(target_in.end(), answer_begin - 1, s.end() - 1);  // SEP, answer[:-1]
+    target_out.insert(target_out.end(), answer_begin, s.end());
+  }
+  return {Indices({rows, prompt_len}, std::move(source)),
+          Indices({rows, answer_len}, std::move(target_in)),
+          Indices({rows, answer_len}, std::move(target_out))};
+}
+
+}  // namespace
+
+Task::Task(const TaskConfig& config) : config_(config) {
+  const std::string& n = config.name;
+  if (n != "copy" && n != "reverse" && n != "sort" && n != "recall") {
+    throw ConfigError("task: unknown task '" + n + "' (expected copy, reverse, sort or recall)");
+  }
+  require_positive("length", config.length);
+  require_positive("num_symbols", config.num_symbols);
+  if (is_recall(config) && config.num_symbols < config.length) {
+    throw ConfigError(
+        "task: recall needs num_symbols >= length (keys are distinct), got num_symbols " +
+        str(config.num_symbols) + " < length " + str(config.length));
+  }
+}
+
+int64_t Task::prompt_length() const {
+  return is_recall(config_) ? 2 * config_.length + 1 : config_.length;
+}
+
+int64_t Task::answer_length() const {
+  return is_recall(config_) ? 1 : config_.length;
+}
+
+std::vector<int64_t> Task::sample(Generator& gen) const {
+  const int64_t n = config_.length;
+  const uint64_t symbols = static_cast<uint64_t>(config_.num_symbols);
+  Sequence prompt;
+  if (is_recall(config_)) {
+    // Keys: the first n entries of a partial Fisher-Yates shuffle of 1..num_symbols.
+    Sequence pool(symbols);
+    std::iota(pool.begin(), pool.end(), int64_t{1});
+    for (uint64_t i = 0; i < static_cast<uint64_t>(n); ++i) {
+      std::swap(pool[i], pool[i + gen.below(symbols - i)]);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      prompt.push_back(pool[static_cast<size_t>(i)]);
+      prompt.push_back(static_cast<int64_t>(gen.below(symbols)) + 1);
+    }
+    prompt.push_back(pool[gen.below(static_cast<uint64_t>(n))]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) prompt.push_back(static_cast<int64_t>(gen.below(symbols)) + 1);
+  }
+  Sequence s = prompt;
+  s.push_back(kSeparator);
+  const Sequence a = answer(prompt);
+  s.insert(s.end(), a.begin(), a.end());
+  return s;
+}
+
+std::vector<int64_t> Task::answer(const std::vector<int64_t>& prompt) const {
+  validate_prompt(prompt);
+  Sequence a = prompt;
+  if (config_.name == "reverse") {
+    std::reverse(a.begin(), a.end());
+  } else if (config_.name == "sort") {
+    std::sort(a.begin(), a.end());
+  } else if (is_recall(config_)) {
+    size_t i = 0;
+    while (prompt[i] != prompt.back()) i += 2;  // validated: the query is one of the keys
+    a = {prompt[i + 1]};
+  }
+  return a;
+}
+
+void Task::validate_prompt(const std::vector<int64_t>& prompt) const {
+  const int64_t size = static_cast<int64_t>(prompt.size());
+  if (size != prompt_length()) {
+    throw ConfigError("task: " + config_.name + " prompt has " + str(size) + " tokens, expected " +
+                      str(prompt_length()));
+  }
+  for (int64_t i = 0; i < size; ++i) {
+    const int64_t v = prompt[static_cast<size_t>(i)];
+    if (v < 1 || v > config_.num_symbols) {
+      throw ConfigError("task: prompt token " + str(i) + " is " + str(v) +
+                        ", outside the data symbols 1.." + str(config_.num_symbols));
+    }
+  }
+  if (!is_recall(config_)) return;
+  Sequence keys;
+  for (int64_t i = 0; i + 1 < size; i += 2) keys.push_back(prompt[static_cast<size_t>(i)]);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (std::find(keys.begin(), keys.begin() + static_cast<int64_t>(i), keys[i]) !=
+        keys.begin() + static_cast<int64_t>(i)) {
+      throw ConfigError("task: recall prompt repeats key " + str(keys[i]));
+    }
+  }
+  if (std::find(keys.begin(), keys.end(), prompt.back()) == keys.end()) {
+    throw ConfigError("task: recall query " + str(prompt.back()) + " is not one of the keys");
+  }
+}
+
+Batch Task::batch(uint64_t seed, int64_t step, int64_t batch_size) const {
+  return decoder_view(*this, training_samples(*this, seed, step, batch_size));
+}
+
+Seq2SeqBatch Task::seq2seq_batch(uint64_t seed, int64_t step, int64_t batch_size) const {
+  return seq2seq_view(*this, training_samples(*this, seed, step, batch_size));
+}
+
+Batch Task::heldout(uint64_t seed, int64_t count) const {
+  return decoder_view(*this, heldout_samples(*this, seed, count));
+}
+
+Seq2SeqBatch Task::seq2seq_heldout(uint64_t seed, int64_t count) const {
+  return seq2seq_view(*this, heldout_samples(*this, seed, count));
+}
+
+}  // namespace gradlab::data

@@ -1,0 +1,79 @@
+// Checkpoints: one self-describing HDF5 file per save, readable with h5py or h5dump without
+// gradlab. The layout, the atomic-save procedure and the versioning policy are described in
+// docs/checkpoint-format.md.
+//
+// Every failure throws CheckpointError with one line of the form "<path>: <item>: <problem>",
+// e.g. "runs/x/step-100.h5: /model/head.bias: missing from the checkpoint". Neither a failed save
+// nor a failed load changes anything: a failed save leaves the previous file at the path intact,
+// and restore_tensors checks every name and shape before it copies the first value.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace gradlab::train {
+
+constexpr const char* kCheckpointFormat = "gradlab-checkpoint";  // root attribute "format"
+constexpr int64_t kCheckpointVersion = 1;                        // root attribute "version"
+
+// The groups restore_tensors takes: parameters and optimizer state.
+constexpr const char* kModelGroup = "/model";
+constexpr const char* kOptimizerGroup = "/optimizer";
+
+using ConfigValue = std::variant<int64_t, double, std::string>;
+using ConfigEntry = std::pair<std::string, ConfigValue>;
+
+// The training loop's own state, stored as attributes of /train.
+struct TrainState {
+  int64_t step = 0;                       // optimizer steps completed
+  uint64_t data_seed = 0;                 // seed of the data stream
+  std::array<uint64_t, 4> dropout_rng{};  // dropout generator state
+  double best_metric = -1;                // best validation metric so far (-1: none yet)
+  int64_t best_step = 0;                  // step at which best_metric was reached
+};
+
+struct CheckpointData {
+  // Every model, task, optimizer and training hyperparameter: one attribute each in /config,
+  // kept in this order.
+  std::vector<ConfigEntry> config;
+  // Parameters by dotted name ("blocks.0.attn.q_proj.weight"): /model/<name>.
+  std::vector<nn::NamedTensor> model;
+  // Optimizer::steps(): attribute "step" of /optimizer.
+  int64_t optimizer_step = 0;
+  // Optimizer::state(), named "<parameter name>/<slot>": /optimizer/<parameter name>/<slot>.
+  std::vector<nn::NamedTensor> optimizer_state;
+  TrainState train;
+};
+
+// Writes data to path atomically: a temporary file in the same directory is written, closed,
+// fsynced and renamed over path, then the directory is fsynced. Tensors are stored in their own
+// dtype (float32 or float64), so values round-trip bit-identically. Throws CheckpointError for an
+// invalid name (empty, containing '/', duplicated) before anything is written.
+void save_checkpoint(const std::string& path, const CheckpointData& data);
+
+// Reads and validates the whole file: format, version, every group, attribute and dataset (type,
+// rank, size), and that each /optimizer/<parameter> names a /model dataset. Tensors come back
+// with the file's dtype and shape, in the order they were saved.
+CheckpointData read_checkpoint(const std::string& path);
+
+// Only the format, version and /config (for `gradlab inspect`): no tensor is read.
+std::vector<ConfigEntry> read_checkpoint_config(const std::string& path);
+
+// Copies the tensors read from group (kModelGroup or kOptimizerGroup) of the checkpoint at path
+// into the live tensors with the same names, converting to each live tensor's dtype. The names
+// must match exactly in both directions and every shape must be equal; all of this is checked
+// before the first copy, so a failure leaves every live tensor unchanged.
+void restore_tensors(const std::string& path, const char* group,
+                     const std::vector<nn::NamedTensor>& stored,
+                     const std::vector<nn::NamedTensor>& live);
+
+// "42", "0.001" (shortest exact form) or the string itself, for printing a config.
+std::string to_string(const ConfigValue& value);
+
+}  // namespace gradlab::train

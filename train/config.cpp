@@ -1,0 +1,198 @@
+// One table of fields drives the flags, the checkpoint attributes and the config file, so a
+// hyperparameter is added in exactly one place.
+#include "train/config.h"
+
+#include <algorithm>
+#include <sstream>
+#include <variant>
+
+#include "autograd/error.h"
+
+namespace gradlab::train {
+namespace {
+
+namespace po = boost::program_options;
+
+using FieldPtr = std::variant<int64_t*, double*, std::string*, bool*, uint64_t*>;
+struct Field {
+  const char* key;  // flag name, /config attribute and config-file key
+  FieldPtr ptr;
+  const char* help;
+};
+
+std::vector<Field> fields(RunConfig& c) {
+  return {
+      {"task", &c.task.name, "task: copy, reverse, sort or recall"},
+      {"length", &c.task.length, "data tokens per sample (recall: key-value pairs)"},
+      {"symbols", &c.task.num_symbols, "number of data symbols (vocabulary = symbols + 2)"},
+      {"model", &c.model, "decoder (decoder-only) or seq2seq (encoder-decoder)"},
+      {"d-model", &c.net.d_model, "model width C"},
+      {"heads", &c.net.num_heads, "attention heads H (must divide d-model)"},
+      {"kv-heads", &c.net.num_kv_heads, "K/V heads (0: same as heads; 1: multi-query)"},
+      {"layers", &c.net.num_layers, "transformer blocks (seq2seq: per encoder and decoder)"},
+      {"d-ff", &c.net.d_ff, "feed-forward hidden width"},
+      {"dropout", &c.net.dropout, "dropout probability"},
+      {"pre-norm", &c.net.pre_norm, "pre-LayerNorm blocks (false: post-LayerNorm)"},
+      {"learned-positions", &c.net.learned_positions,
+       "learned position embedding (false: sinusoidal)"},
+      {"optimizer", &c.optimizer.name, "sgd, adam or adamw"},
+      {"lr", &c.schedule.lr, "peak learning rate"},
+      {"beta1", &c.optimizer.beta1, "Adam/AdamW beta1"},
+      {"beta2", &c.optimizer.beta2, "Adam/AdamW beta2"},
+      {"eps", &c.optimizer.eps, "Adam/AdamW epsilon"},
+      {"weight-decay", &c.optimizer.weight_decay, "weight decay (weight matrices only)"},
+      {"momentum", &c.optimizer.momentum, "SGD momentum"},
+      {"nesterov", &c.optimizer.nesterov, "SGD Nesterov momentum"},
+      {"schedule", &c.schedule.name, "constant, cosine or noam"},
+      {"warmup", &c.schedule.warmup_steps, "linear warm-up steps"},
+      {"min-lr", &c.schedule.min_lr, "cosine: final learning rate"},
+      {"batch-size", &c.batch_size, "sequences per step"},
+      {"steps", &c.steps, "maximum optimizer steps"},
+      {"clip", &c.clip_norm, "clip gradients to this global norm (0: off)"},
+      {"eval-every", &c.eval_every, "steps between held-out evaluations"},
+      {"eval-size", &c.eval_size, "held-out sequences"},
+      {"target-accuracy", &c.target_accuracy,
+       "stop once held-out exact match reaches this (0: never)"},
+      {"seed", &c.seed, "seed of the data, initialisation and dropout streams"},
+      {"threads", &c.threads, "OpenMP threads for every kernel"},
+      {"save-every", &c.save_every, "save a checkpoint every N steps (0: only at the end)"},
+      {"keep", &c.keep, "step checkpoints to keep"},
+  };
+}
+
+// Fields that are not hyperparameters of the run and so are not part of /config.
+bool is_local(const std::string& key) {
+  return key == "threads";
+}
+
+void check(bool ok, const std::string& message) {
+  if (!ok) throw ConfigError(message);
+}
+
+template <class T>
+std::string str(T value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
+void add_run_options(po::options_description& options, RunConfig& config) {
+  for (const Field& f : fields(config)) {
+    std::visit(
+        [&]<class P>(P* p) {
+          if constexpr (std::is_same_v<P, bool>) {
+            options.add_options()(f.key, po::value(p)->default_value(*p)->implicit_value(true),
+                                  f.help);
+          } else {
+            options.add_options()(f.key, po::value(p)->default_value(*p), f.help);
+          }
+        },
+        f.ptr);
+  }
+  options.add_options()("out", po::value(&config.out_dir),
+                        "run directory (default runs/<task>-<timestamp>)");
+}
+
+const std::vector<std::string>& resumable_options() {
+  static const std::vector<std::string> keys{"steps", "eval-every", "save-every",     "keep",
+                                             "out",   "threads",    "target-accuracy"};
+  return keys;
+}
+
+void finalize(RunConfig& c) {
+  const data::Task task(c.task);  // validates the task fields
+  check(c.model == "decoder" || c.model == "seq2seq",
+        "--model: unknown model '" + c.model + "' (expected decoder or seq2seq)");
+  check(c.net.d_model > 0, "--d-model must be positive, got " + str(c.net.d_model));
+  check(c.net.num_heads > 0, "--heads must be positive, got " + str(c.net.num_heads));
+  check(c.net.d_model % c.net.num_heads == 0,
+        "--d-model " + str(c.net.d_model) + " is not divisible by --heads " + str(c.net.num_heads));
+  check(c.net.num_kv_heads >= 0, "--kv-heads must not be negative, got " + str(c.net.num_kv_heads));
+  check(c.net.num_kv_heads == 0 || c.net.num_heads % c.net.num_kv_heads == 0,
+        "--heads " + str(c.net.num_heads) + " is not divisible by --kv-heads " +
+            str(c.net.num_kv_heads));
+  check(c.net.num_layers > 0, "--layers must be positive, got " + str(c.net.num_layers));
+  check(c.net.d_ff > 0, "--d-ff must be positive, got " + str(c.net.d_ff));
+  check(c.net.dropout >= 0 && c.net.dropout < 1,
+        "--dropout must be in [0, 1), got " + str(c.net.dropout));
+  check(c.batch_size > 0, "--batch-size must be positive, got " + str(c.batch_size));
+  check(c.steps > 0, "--steps must be positive, got " + str(c.steps));
+  check(c.clip_norm >= 0, "--clip must not be negative, got " + str(c.clip_norm));
+  check(c.eval_every > 0, "--eval-every must be positive, got " + str(c.eval_every));
+  check(c.eval_size > 0, "--eval-size must be positive, got " + str(c.eval_size));
+  check(c.target_accuracy >= 0 && c.target_accuracy <= 1,
+        "--target-accuracy must be in [0, 1], got " + str(c.target_accuracy));
+  check(c.threads > 0, "--threads must be positive, got " + str(c.threads));
+  check(c.save_every >= 0, "--save-every must not be negative, got " + str(c.save_every));
+  check(c.keep > 0, "--keep must be positive, got " + str(c.keep));
+
+  c.net.vocab_size = task.vocab_size();
+  c.net.max_len = c.model == "decoder" ? task.sample_length()
+                                       : std::max(task.prompt_length(), task.answer_length());
+  c.net.seed = c.seed;
+  c.schedule.d_model = c.net.d_model;
+  c.schedule.total_steps = c.steps;
+  validate(c.schedule);
+  make_optimizer(c.optimizer, {});  // validates the optimizer fields
+}
+
+namespace {
+
+std::vector<ConfigEntry> entries_of(const RunConfig& config, bool include_local) {
+  RunConfig copy = config;
+  std::vector<ConfigEntry> entries;
+  for (const Field& f : fields(copy)) {
+    if (is_local(f.key) && !include_local) continue;
+    std::visit(
+        [&]<class P>(P* p) {
+          if constexpr (std::is_same_v<P, double> || std::is_same_v<P, std::string>) {
+            entries.emplace_back(f.key, *p);
+          } else {
+            entries.emplace_back(f.key, static_cast<int64_t>(*p));
+          }
+        },
+        f.ptr);
+  }
+  return entries;
+}
+
+}  // namespace
+
+std::vector<ConfigEntry> to_entries(const RunConfig& config) {
+  return entries_of(config, false);
+}
+
+RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::string& path) {
+  RunConfig config;
+  for (const Field& f : fields(config)) {
+    if (is_local(f.key)) continue;
+    const auto it = std::find_if(entries.begin(), entries.end(),
+                                 [&](const ConfigEntry& e) { return e.first == f.key; });
+    if (it == entries.end()) throw CheckpointError(path + ": /config/" + f.key + ": missing");
+    std::visit(
+        [&]<class P>(P* p) {
+          using Stored =
+              std::conditional_t<std::is_same_v<P, double> || std::is_same_v<P, std::string>, P,
+                                 int64_t>;
+          const Stored* value = std::get_if<Stored>(&it->second);
+          if (!value) {
+            throw CheckpointError(path + ": /config/" + f.key + ": has the wrong type");
+          }
+          *p = static_cast<P>(*value);
+        },
+        f.ptr);
+  }
+  return config;
+}
+
+std::string to_config_file(const RunConfig& config) {
+  std::string text = "# gradlab train configuration; reuse with: gradlab train --config FILE\n";
+  for (const auto& [key, value] : entries_of(config, true)) {
+    text += key + " = " + to_string(value) + "\n";
+  }
+  return text;
+}
+
+}  // namespace gradlab::train

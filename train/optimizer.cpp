@@ -1,0 +1,366 @@
+// Optimizers, learning-rate schedules and gradient clipping (see optimizer.h).
+//
+// The update rules follow torch.optim's single-tensor (foreach=False) code of PyTorch 1.13
+// operation by operation, so float64 results agree with PyTorch to rounding. Two deliberate
+// differences, both invisible when every parameter gets a gradient at every step and the
+// PyTorch parameter groups give non-decaying parameters weight_decay 0:
+//  - Weight decay (L2 for SGD and Adam, decoupled for AdamW) applies only to parameters for
+//    which decays() is true; torch applies a group's weight_decay to all of its parameters.
+//  - Adam's bias correction uses the optimizer's global step count (steps_, incremented once
+//    per step() call); torch counts steps per parameter, so the two differ for a parameter that
+//    missed a step for lack of a gradient.
+// The hot loops run over the contiguous data in the parameters' own dtype (float32 or float64)
+// and allocate nothing.
+#include "train/optimizer.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "autograd/error.h"
+
+namespace gradlab::train {
+namespace {
+
+// Shortest round-trip text of a double ("1e-08", "0.9"), for error messages.
+std::string fmt(double value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (result.ec != std::errc()) return std::to_string(value);
+  return std::string(buffer, result.ptr);
+}
+
+// One parameter and its state slots (undefined when the optimizer keeps none).
+struct Slot {
+  std::string name;
+  Tensor param;
+  Tensor first;   // SGD: momentum_buffer; Adam: exp_avg
+  Tensor second;  // Adam: exp_avg_sq
+  bool decay = false;
+};
+
+// Checks, once per step and parameter, that the state still matches the parameter (a module
+// moved to another dtype after the optimizer was built would not).
+void check_state(const Slot& slot, const Tensor& state) {
+  if (state.dtype() != slot.param.dtype() || state.numel() != slot.param.numel()) {
+    throw DTypeError("optimizer: state of parameter '" + slot.name + "' is " +
+                     dtype_name(state.dtype()) + " with " + std::to_string(state.numel()) +
+                     " elements but the parameter is " + dtype_name(slot.param.dtype()) + " with " +
+                     std::to_string(slot.param.numel()) +
+                     " (build the optimizer after converting the model)");
+  }
+}
+
+void check_lr(double lr) {
+  if (!(lr >= 0.0) || !std::isfinite(lr)) {
+    throw ConfigError("optimizer: lr must be finite and >= 0, got " + fmt(lr));
+  }
+}
+
+class StatefulOptimizer : public Optimizer {
+ public:
+  StatefulOptimizer(std::vector<nn::NamedTensor> params, bool first_slot, bool second_slot)
+      : Optimizer(std::move(params)) {
+    slots_.reserve(params_.size());
+    for (const auto& [name, p] : params_) {
+      if (!p.defined()) throw ConfigError("optimizer: parameter '" + name + "' is undefined");
+      Slot slot{name, p, Tensor(), Tensor(), decays(p)};
+      if (first_slot) slot.first = Tensor::zeros(p.shape(), p.dtype());
+      if (second_slot) slot.second = Tensor::zeros(p.shape(), p.dtype());
+      slots_.push_back(std::move(slot));
+    }
+  }
+
+  std::vector<nn::NamedTensor> state() const override {
+    std::vector<nn::NamedTensor> out;
+    for (const Slot& slot : slots_) {
+      if (slot.first.defined()) out.emplace_back(slot.name + "/" + first_name(), slot.first);
+      if (slot.second.defined()) out.emplace_back(slot.name + "/" + second_name(), slot.second);
+    }
+    return out;
+  }
+
+ protected:
+  virtual const char* first_name() const = 0;
+  virtual const char* second_name() const = 0;
+  std::vector<Slot> slots_;
+};
+
+// torch.optim.SGD with dampening 0: d = g + wd p; b = momentum b + d (b = d on the first step,
+// which equals the update of a zero buffer); d = d + momentum b (Nesterov) or d = b; p -= lr d.
+class SGD final : public StatefulOptimizer {
+ public:
+  SGD(const OptimizerConfig& config, std::vector<nn::NamedTensor> params)
+      : StatefulOptimizer(std::move(params), config.momentum > 0.0, false),
+        momentum_(config.momentum),
+        weight_decay_(config.weight_decay),
+        nesterov_(config.nesterov) {}
+
+  void step(double lr) override {
+    check_lr(lr);
+    ++steps_;
+    for (Slot& slot : slots_) {
+      Tensor grad = slot.param.grad();
+      if (!grad.defined()) continue;
+      if (slot.first.defined()) check_state(slot, slot.first);
+      dispatch(slot.param.dtype(), [&]<class T>() {
+        T* p = slot.param.data<T>();
+        const T* g = grad.data<T>();
+        T* buf = slot.first.defined() ? slot.first.data<T>() : nullptr;
+        const T wd = static_cast<T>(slot.decay ? weight_decay_ : 0.0);
+        const T momentum = static_cast<T>(momentum_);
+        const T neg_lr = static_cast<T>(-lr);
+        const int64_t n = slot.param.numel();
+        if (buf == nullptr) {
+          for (int64_t i = 0; i < n; ++i) p[i] += neg_lr * (g[i] + wd * p[i]);
+        } else if (nesterov_) {
+          for (int64_t i = 0; i < n; ++i) {
+            const T d = g[i] + wd * p[i];
+            buf[i] = buf[i] * momentum + d;
+            p[i] += neg_lr * (d + momentum * buf[i]);
+          }
+        } else {
+          for (int64_t i = 0; i < n; ++i) {
+            const T d = g[i] + wd * p[i];
+            buf[i] = buf[i] * momentum + d;
+            p[i] += neg_lr * buf[i];
+          }
+        }
+      });
+    }
+  }
+
+ private:
+  const char* first_name() const override { return "momentum_buffer"; }
+  const char* second_name() const override { return ""; }
+
+  double momentum_;
+  double weight_decay_;
+  bool nesterov_;
+};
+
+// torch.optim.Adam (decoupled = false: L2, g += wd p) and torch.optim.AdamW (decoupled = true:
+// p *= 1 - lr wd first). With t = steps_: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// p -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+class Adam final : public StatefulOptimizer {
+ public:
+  Adam(const OptimizerConfig& config, std::vector<nn::NamedTensor> params, bool decoupled)
+      : StatefulOptimizer(std::move(params), true, true),
+        beta1_(config.beta1),
+        beta2_(config.beta2),
+        eps_(config.eps),
+        weight_decay_(config.weight_decay),
+        decoupled_(decoupled) {}
+
+  void step(double lr) override {
+    check_lr(lr);
+    ++steps_;
+    const double t = static_cast<double>(steps_);
+    const double bias_correction1 = 1.0 - std::pow(beta1_, t);
+    const double bias_correction2 = 1.0 - std::pow(beta2_, t);
+    const double step_size = lr / bias_correction1;
+    const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+    for (Slot& slot : slots_) {
+      Tensor grad = slot.param.grad();
+      if (!grad.defined()) continue;
+      check_state(slot, slot.first);
+      check_state(slot, slot.second);
+      const double wd = slot.decay ? weight_decay_ : 0.0;
+      dispatch(slot.param.dtype(), [&]<class T>() {
+        T* p = slot.param.data<T>();
+        const T* g = grad.data<T>();
+        T* m = slot.first.data<T>();
+        T* v = slot.second.data<T>();
+        const T beta1 = static_cast<T>(beta1_);
+        const T beta2 = static_cast<T>(beta2_);
+        const T one_minus_beta1 = static_cast<T>(1.0 - beta1_);
+        const T one_minus_beta2 = static_cast<T>(1.0 - beta2_);
+        const T l2 = static_cast<T>(decoupled_ ? 0.0 : wd);
+        const T shrink = static_cast<T>(1.0 - lr * wd);
+        const T bc2_sqrt = static_cast<T>(bias_correction2_sqrt);
+        const T eps = static_cast<T>(eps_);
+        const T neg_step_size = static_cast<T>(-step_size);
+        const int64_t n = slot.param.numel();
+        if (decoupled_ && wd != 0.0) {
+          for (int64_t i = 0; i < n; ++i) p[i] *= shrink;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          const T gi = g[i] + l2 * p[i];
+          m[i] = m[i] * beta1 + one_minus_beta1 * gi;
+          v[i] = v[i] * beta2 + one_minus_beta2 * gi * gi;
+          const T denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+          p[i] += neg_step_size * m[i] / denom;
+        }
+      });
+    }
+  }
+
+ private:
+  const char* first_name() const override { return "exp_avg"; }
+  const char* second_name() const override { return "exp_avg_sq"; }
+
+  double beta1_;
+  double beta2_;
+  double eps_;
+  double weight_decay_;
+  bool decoupled_;
+};
+
+void validate_optimizer(const OptimizerConfig& config) {
+  const std::string& name = config.name;
+  if (name != "sgd" && name != "adam" && name != "adamw") {
+    throw ConfigError("optimizer: unknown optimizer '" + name + "' (expected sgd, adam or adamw)");
+  }
+  if (!(config.weight_decay >= 0.0) || !std::isfinite(config.weight_decay)) {
+    throw ConfigError("optimizer: weight_decay must be finite and >= 0, got " +
+                      fmt(config.weight_decay));
+  }
+  if (name == "sgd") {
+    if (!(config.momentum >= 0.0) || !std::isfinite(config.momentum)) {
+      throw ConfigError("optimizer: momentum must be finite and >= 0, got " + fmt(config.momentum));
+    }
+    if (config.nesterov && config.momentum == 0.0) {
+      throw ConfigError("optimizer: nesterov requires momentum > 0, got momentum " +
+                        fmt(config.momentum));
+    }
+    return;
+  }
+  const std::pair<const char*, double> betas[] = {{"beta1", config.beta1}, {"beta2", config.beta2}};
+  for (const auto& [field, beta] : betas) {
+    if (!(beta >= 0.0 && beta < 1.0)) {
+      throw ConfigError(std::string("optimizer: ") + field + " must be in [0, 1), got " +
+                        fmt(beta));
+    }
+  }
+  if (!(config.eps > 0.0) || !std::isfinite(config.eps)) {
+    throw ConfigError("optimizer: eps must be finite and > 0, got " + fmt(config.eps));
+  }
+}
+
+}  // namespace
+
+bool decays(const Tensor& parameter) {
+  return parameter.rank() >= 2;
+}
+
+void Optimizer::zero_grad() {
+  for (auto& [name, p] : params_) p.zero_grad();
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
+                                          std::vector<nn::NamedTensor> params) {
+  validate_optimizer(config);
+  if (config.name == "sgd") return std::make_unique<SGD>(config, std::move(params));
+  return std::make_unique<Adam>(config, std::move(params), config.name == "adamw");
+}
+
+// --- Schedules ----------------------------------------------------------------------------
+
+void validate(const ScheduleConfig& config) {
+  const std::string& name = config.name;
+  if (name != "constant" && name != "cosine" && name != "noam") {
+    throw ConfigError("schedule: unknown schedule '" + name +
+                      "' (expected constant, cosine or noam)");
+  }
+  if (!(config.lr > 0.0) || !std::isfinite(config.lr)) {
+    throw ConfigError("schedule: lr must be finite and > 0, got " + fmt(config.lr));
+  }
+  if (config.warmup_steps < 0) {
+    throw ConfigError("schedule: warmup_steps must be >= 0, got " +
+                      std::to_string(config.warmup_steps));
+  }
+  if (name == "cosine") {
+    if (config.total_steps <= 0) {
+      throw ConfigError("schedule: total_steps must be > 0, got " +
+                        std::to_string(config.total_steps) + " (cosine)");
+    }
+    if (config.total_steps < config.warmup_steps) {
+      throw ConfigError("schedule: total_steps " + std::to_string(config.total_steps) +
+                        " is less than warmup_steps " + std::to_string(config.warmup_steps) +
+                        " (cosine)");
+    }
+    if (!(config.min_lr >= 0.0 && config.min_lr <= config.lr)) {
+      throw ConfigError("schedule: min_lr must be in [0, lr] = [0, " + fmt(config.lr) + "], got " +
+                        fmt(config.min_lr) + " (cosine)");
+    }
+  }
+  if (name == "noam") {
+    if (config.warmup_steps <= 0) {
+      throw ConfigError("schedule: noam needs warmup_steps > 0, got " +
+                        std::to_string(config.warmup_steps));
+    }
+    if (config.d_model <= 0) {
+      throw ConfigError("schedule: d_model must be > 0, got " + std::to_string(config.d_model) +
+                        " (noam)");
+    }
+  }
+}
+
+double learning_rate(const ScheduleConfig& config, int64_t step) {
+  validate(config);
+  if (step < 1) {
+    throw ConfigError("schedule: step must be >= 1 (steps are 1-based), got " +
+                      std::to_string(step));
+  }
+  const double s = static_cast<double>(step);
+  const double warmup = static_cast<double>(config.warmup_steps);
+  if (config.name == "noam") {
+    return config.lr * std::pow(static_cast<double>(config.d_model), -0.5) *
+           std::min(std::pow(s, -0.5), s * std::pow(warmup, -1.5));
+  }
+  if (config.warmup_steps > 0 && step < config.warmup_steps) return config.lr * s / warmup;
+  if (config.name == "constant") return config.lr;
+  // cosine
+  double progress = 1.0;  // total_steps == warmup_steps: decayed as soon as warm-up ends
+  if (config.total_steps > config.warmup_steps) {
+    progress = (s - warmup) / static_cast<double>(config.total_steps - config.warmup_steps);
+    progress = std::clamp(progress, 0.0, 1.0);
+  } else if (step <= config.warmup_steps) {
+    progress = 0.0;
+  }
+  return config.min_lr +
+         0.5 * (config.lr - config.min_lr) * (1.0 + std::cos(std::numbers::pi * progress));
+}
+
+// --- Clipping -----------------------------------------------------------------------------
+
+double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
+  if (!(max_norm > 0.0)) {
+    throw ConfigError("clip_grad_norm: max_norm must be > 0, got " + fmt(max_norm));
+  }
+  double sum_squares = 0.0;
+  for (const Tensor& p : parameters) {
+    const Tensor grad = p.grad();
+    if (!grad.defined()) continue;
+    dispatch(grad.dtype(), [&]<class T>() {
+      const T* g = grad.data<T>();
+      const int64_t n = grad.numel();
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = static_cast<double>(g[i]);
+        sum_squares += x * x;
+      }
+    });
+  }
+  const double total = std::sqrt(sum_squares);
+  // torch: coefficient max_norm / (total + 1e-6), clamped to at most 1. A non-finite norm leaves
+  // the gradients alone (torch would fill them with NaN); the caller sees it in the result.
+  const double coef = max_norm / (total + 1e-6);
+  if (!(coef < 1.0) || !std::isfinite(total)) return total;
+  for (const Tensor& p : parameters) {
+    Tensor grad = p.grad();
+    if (!grad.defined()) continue;
+    dispatch(grad.dtype(), [&]<class T>() {
+      T* g = grad.data<T>();
+      const T c = static_cast<T>(coef);
+      const int64_t n = grad.numel();
+      for (int64_t i = 0; i < n; ++i) g[i] *= c;
+    });
+  }
+  return total;
+}
+
+}  // namespace gradlab::train

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <numbers>
 
+#include <Eigen/Core>
+#include <unsupported/Eigen/SpecialFunctions>
+
 #include "autograd/graph.h"
 #include "autograd/kernels.h"
 
@@ -140,14 +143,30 @@ Tensor relu(const Tensor& x) {
       [](auto v, auto) { return v > 0 ? 1.0 : 0.0; });
 }
 
+// GELU runs on Eigen arrays: their erf and exp are vectorised for float (a rational erf
+// accurate to a few ulp), and fall back to std::erf for double, which gradient checks need.
 Tensor gelu(const Tensor& x) {
-  return unary(
-      "gelu", x, [](auto v) { return 0.5 * v * (1 + std::erf(v * std::numbers::sqrt2 / 2)); },
-      [](auto v, auto) {
-        const double cdf = 0.5 * (1 + std::erf(v * std::numbers::sqrt2 / 2));
-        const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2 * std::numbers::pi);
-        return cdf + v * pdf;
-      });
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  dispatch(x.dtype(), [&]<class T>() {
+    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+    const Eigen::Map<const Array> v(x.data<T>(), x.numel());
+    Eigen::Map<Array>(out.data<T>(), x.numel()) =
+        T(0.5) * v * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf());
+  });
+  return record("gelu", out, {x}, [x](const Tensor& g) {
+    Tensor dx = Tensor::empty(x.shape(), x.dtype());
+    dispatch(x.dtype(), [&]<class T>() {
+      using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+      const Eigen::Map<const Array> v(x.data<T>(), x.numel());
+      const Eigen::Map<const Array> gv(g.data<T>(), g.numel());
+      // d/dx x Phi(x) = Phi(x) + x phi(x).
+      const T inv_sqrt_2pi = T(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
+      Eigen::Map<Array>(dx.data<T>(), x.numel()) =
+          gv * (T(0.5) * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf()) +
+                v * inv_sqrt_2pi * (T(-0.5) * v * v).exp());
+    });
+    return std::vector<Tensor>{dx};
+  });
 }
 
 }  // namespace gradlab

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "autograd/attention.h"
 #include "autograd/ops.h"
 
 namespace gradlab {
@@ -160,6 +161,16 @@ std::vector<OpCheck> make_checks() {
   add_check(normal_check("cross_entropy", {{2, 3, 7}}, [](const Inputs& x) {
     return cross_entropy(x[0], Indices({2, 3}, {0, 6, -100, 3, 3, 1}));
   }));
+
+  // Fused attention: q [B, Tq, H, D], k and v [B, Tk, KV, D] with grouped K/V heads.
+  add_check(normal_check(
+      "fused_attention", {{3, 5, 4, 6}, {3, 7, 2, 6}, {3, 7, 2, 6}}, [](const Inputs& x) {
+        std::vector<uint8_t> pad(21, 0);
+        pad[6] = pad[20] = 1;  // the last key of two sequences
+        const Mask padding({3, 7}, pad);
+        return fused_attention(x[0], x[1], x[2], {.causal = true, .key_padding = &padding}, 0.6)
+            .output;
+      }));
 
   // Normalisation.
   add_check(normal_check("layer_norm", {{2, 3, 5}, {5}, {5}},

@@ -1,17 +1,89 @@
-// Aligned allocation of tensor buffers.
+// Aligned tensor buffers, recycled through a size-keyed pool.
 #include "autograd/storage.h"
 
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 namespace gradlab {
+namespace {
 
 constexpr std::align_val_t kAlignment{64};
+// The pool keeps at most this much free memory; beyond it, buffers go back to the system.
+constexpr size_t kMaxCachedBytes = size_t{256} << 20;
 
-Storage::Storage(size_t bytes)
-    : data_(::operator new(bytes == 0 ? 1 : bytes, kAlignment)), bytes_(bytes) {}
-
-Storage::~Storage() {
-  ::operator delete(data_, kAlignment);
+// Sizes are rounded up so that nearly equal requests share a bucket: to 64 bytes below 4 KiB,
+// to 4 KiB pages above.
+size_t bucket_size(size_t bytes) {
+  const size_t unit = bytes < 4096 ? 64 : 4096;
+  return bytes == 0 ? unit : (bytes + unit - 1) / unit * unit;
 }
+
+class Pool {
+ public:
+  void* acquire(size_t size) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        stats_.cached_bytes -= size;
+        ++stats_.reused;
+        return p;
+      }
+      ++stats_.fresh_allocations;
+    }
+    return ::operator new(size, kAlignment);
+  }
+
+  void release(void* p, size_t size) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stats_.cached_bytes + size <= kMaxCachedBytes) {
+        free_[size].push_back(p);
+        stats_.cached_bytes += size;
+        return;
+      }
+    }
+    ::operator delete(p, kAlignment);
+  }
+
+  void clear() {
+    std::lock_guard lock(mutex_);
+    for (auto& [size, blocks] : free_) {
+      for (void* p : blocks) ::operator delete(p, kAlignment);
+    }
+    free_.clear();
+    stats_.cached_bytes = 0;
+  }
+
+  StorageStats stats() {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  StorageStats stats_;
+};
+
+// Never destroyed: tensors in static objects may be released after other statics are gone.
+Pool& pool() {
+  static Pool* instance = new Pool;
+  return *instance;
+}
+
+}  // namespace
+
+Storage::Storage(size_t bytes) : data_(pool().acquire(bucket_size(bytes))), bytes_(bytes) {}
+
+Storage::~Storage() { pool().release(data_, bucket_size(bytes_)); }
+
+StorageStats storage_stats() { return pool().stats(); }
+
+void release_cached_storage() { pool().clear(); }
 
 }  // namespace gradlab

@@ -82,4 +82,3 @@ BENCHMARK(BM_GraphForwardBackward)->Unit(benchmark::kMicrosecond)->UseRealTime()
 
 }  // namespace
 
-BENCHMARK_MAIN();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/attention.h"
 #include "autograd/ops.h"
 
 namespace gradlab::nn {
@@ -109,9 +110,26 @@ AttentionOutput MultiHeadAttention::forward_with_weights(const Tensor& query,
   const int64_t H = num_heads_, KV = num_kv_heads_, G = H / KV, D = head_dim_;
 
   // Project first: each head reads its own learned subspace of X.
-  const Tensor q = q_proj->forward(query);                             // [B, Tq, H*D]
-  const Tensor k = k_proj->forward(key_value);                         // [B, Tk, KV*D]
-  const Tensor v = v_proj->forward(key_value);                         // [B, Tk, KV*D]
+  const Tensor q = q_proj->forward(query);      // [B, Tq, H*D]
+  const Tensor k = k_proj->forward(key_value);  // [B, Tk, KV*D]
+  const Tensor v = v_proj->forward(key_value);  // [B, Tk, KV*D]
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+
+  const bool dropout_active = drop_->p > 0 && drop_->is_training();
+  if (!trace && !dropout_active && !masks.additive_mask.defined()) {
+    // The fused kernel reads the heads in place ([B, T, H, D]) and computes the same thing as
+    // the composed ops below, which it is tested against.
+    const AttentionMaskSpec spec{
+        .causal = masks.causal,
+        .key_padding = masks.key_padding_mask ? &*masks.key_padding_mask : nullptr,
+        .attn_mask = masks.attn_mask ? &*masks.attn_mask : nullptr};
+    const FusedAttention fused =
+        fused_attention(reshape(q, {B, Tq, H, D}), reshape(k, {B, Tk, KV, D}),
+                        reshape(v, {B, Tk, KV, D}), spec, scale);
+    return {out_proj->forward(reshape(fused.output, {B, Tq, H * D})), fused.weights};
+  }
+
+  // The composed path, step by step.
   const Tensor q_heads = transpose(reshape(q, {B, Tq, H, D}), 1, 2);   // [B, H, Tq, D]
   const Tensor k_heads = transpose(reshape(k, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
   const Tensor v_heads = transpose(reshape(v, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
@@ -120,7 +138,7 @@ AttentionOutput MultiHeadAttention::forward_with_weights(const Tensor& query,
   const Tensor q_groups = reshape(q_heads, {B, KV, G, Tq, D});
   const Tensor k_t = reshape(transpose(k_heads, -2, -1), {B, KV, 1, D, Tk});
   const Tensor scores = reshape(matmul(q_groups, k_t), {B, H, Tq, Tk});  // [B, H, Tq, Tk]
-  const Tensor scaled = scores * (1.0 / std::sqrt(static_cast<double>(D)));
+  const Tensor scaled = scores * scale;
 
   Tensor logits = scaled;
   if (const auto mask = combined_mask(masks, B, H, Tq, Tk)) {

@@ -66,7 +66,9 @@ class MultiHeadAttention : public Module {
   // Cross-attention: query [B, Tq, C] attends over key_value [B, Tk, C].
   Tensor forward(const Tensor& query, const Tensor& key_value,
                  const AttentionMasks& masks = {}) const;
-  // As above, also returning the weights; fills *trace with every step when given.
+  // As above, also returning the weights; fills *trace with every step when given. Without
+  // dropout, trace or additive mask this runs the fused kernel (autograd/attention.h); with
+  // any of them, the composed ops, step by step as in the seeds.
   AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key_value,
                                        const AttentionMasks& masks = {},
                                        AttentionTrace* trace = nullptr) const;

@@ -1,16 +1,79 @@
 #!/usr/bin/env bash
-# Builds (see bootstrap.sh) and runs the Google Benchmark binary. Extra arguments go to it,
-# e.g. ./scripts/bench.sh --benchmark_filter=Matmul
+# Side-by-side benchmark of gradlab against libtorch (see BENCHMARKS.md), the one way to
+# regenerate the table in BENCHMARKS.md:
+#
+#   ./scripts/bench.sh                     build with the libtorch benchmark, run every workload
+#                                          at 1 and 2 threads, print the table, update BENCHMARKS.md
+#   ./scripts/bench.sh --reps 3 --only mha faster partial runs (options of scripts/bench_table.py;
+#                                          --no-doc leaves BENCHMARKS.md alone)
+#   ./scripts/bench.sh --benchmark_filter=Matmul   gradlab's own micro-benchmarks only: Google
+#                                          Benchmark flags pass through to gradlab_bench
+#
+# The build goes through scripts/bootstrap.sh with GRADLAB_BUILD_TORCH_BENCH=ON added to
+# GRADLAB_CMAKE_ARGS; libtorch comes from Debian's libtorch-dev (without it, only the gradlab
+# side runs). Raw samples: build/bench/results/latest.json; the generated section:
+# build/bench/results/latest.md.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 
-./scripts/bootstrap.sh
+micro=0
+for arg in "$@"; do
+  [[ "$arg" == --benchmark_* ]] && micro=1
+done
 
-bench=build/bench/gradlab_bench
-if [[ ! -x "$bench" ]]; then
-  echo "bench: $bench was not built (is GRADLAB_BUILD_BENCH=OFF in GRADLAB_CMAKE_ARGS?)" >&2
-  exit 1
+if ((micro)); then
+  ./scripts/bootstrap.sh
+  bench=build/bench/gradlab_bench
+  if [[ ! -x "$bench" ]]; then
+    echo "bench: $bench was not built (is GRADLAB_BUILD_BENCH=OFF in GRADLAB_CMAKE_ARGS?)" >&2
+    exit 1
+  fi
+  exec "$bench" "$@"
 fi
-exec "$bench" "$@"
+
+GRADLAB_CMAKE_ARGS="${GRADLAB_CMAKE_ARGS:-} -DGRADLAB_BUILD_BENCH=ON -DGRADLAB_BUILD_TORCH_BENCH=ON" \
+  ./scripts/bootstrap.sh
+
+torch_bench=build/bench/gradlab_torch_bench
+torch_ld_path=""
+if [[ -x "$torch_bench" ]]; then
+  # Debian's libtorch calls whatever libblas.so.3 the alternatives system selects. When that is
+  # not OpenBLAS (e.g. the netlib reference BLAS, about 1 GFLOP/s), point libtorch at an OpenBLAS
+  # for these runs only: an installed one, else Debian's libopenblas0-openmp unpacked into the
+  # build tree (nothing is installed).
+  if ! "$torch_bench" --probe | grep -q '"openblas_core": "[^"]'; then
+    multiarch="$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"
+    for dir in "/usr/lib/$multiarch/openblas-openmp" "/usr/lib/$multiarch/openblas-pthread"; do
+      if [[ -e "$dir/libblas.so.3" ]]; then
+        torch_ld_path="$dir"
+        break
+      fi
+    done
+    deps=build/bench/deps
+    if [[ -z "$torch_ld_path" ]]; then
+      local_dir="$deps/root/usr/lib/$multiarch/openblas-openmp"
+      if [[ ! -e "$local_dir/libblas.so.3" ]]; then
+        echo "bench: libtorch's BLAS is not OpenBLAS; unpacking Debian's libopenblas0-openmp into $deps"
+        mkdir -p "$deps"
+        if (cd "$deps" && rm -f ./*.deb && apt-get download libopenblas0-openmp >download.log 2>&1 &&
+          dpkg-deb -x ./libopenblas0-openmp_*.deb root); then
+          :
+        else
+          echo "bench: could not fetch libopenblas0-openmp (see $deps/download.log)" >&2
+        fi
+      fi
+      [[ -e "$local_dir/libblas.so.3" ]] && torch_ld_path="$(cd "$local_dir" && pwd)"
+    fi
+    if [[ -z "$torch_ld_path" ]]; then
+      echo "bench: warning: libtorch runs on its default BLAS, not OpenBLAS: its GEMM numbers" \
+        "are not a fair reference" >&2
+    fi
+  fi
+fi
+
+mkdir -p build/bench/results
+exec /usr/bin/python3 scripts/bench_table.py --build build --torch-ld-path "$torch_ld_path" \
+  --json build/bench/results/latest.json --markdown build/bench/results/latest.md \
+  --doc BENCHMARKS.md "$@"

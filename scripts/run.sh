@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds (see bootstrap.sh) and runs build/gradlab with the given arguments,
-# e.g. ./scripts/run.sh gradcheck
+# Builds (see bootstrap.sh) and runs build/gradlab with the given arguments; with none, the
+# main job: `gradlab train` with the default copy-task configuration.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -9,11 +9,6 @@ cd "$repo_root"
 ./scripts/bootstrap.sh
 
 if (($# == 0)); then
-  # Default job: training once the driver has a `train` command; until then, the gradient check.
-  if build/gradlab train --help >/dev/null 2>&1; then
-    set -- train
-  else
-    set -- gradcheck
-  fi
+  set -- train
 fi
 exec build/gradlab "$@"

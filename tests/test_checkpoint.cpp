@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cmath>
+#include <bit>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -29,14 +29,15 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// Distinct, awkward float32 values: negative zero, a denormal, the largest finite value and
-// fractions that are not short decimals.
+// Distinct, awkward float32 values: negative zero, a denormal, the largest finite value, a NaN
+// with a payload and fractions that are not short decimals.
 Tensor values(const Shape& shape, float seed) {
   std::vector<float> v(static_cast<size_t>(numel(shape)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = seed + static_cast<float>(i) / 3.0f;
   if (!v.empty()) v[0] = -0.0f;
   if (v.size() > 1) v[1] = std::numeric_limits<float>::denorm_min();
   if (v.size() > 2) v[2] = std::numeric_limits<float>::max();
+  if (v.size() > 3) v[3] = std::bit_cast<float>(uint32_t{0x7fc01234});
   return Tensor::from_vector(v, shape);
 }
 

@@ -323,7 +323,13 @@ void write_train(const std::string& path, const H5::Group& root, const TrainStat
 
 void write_file(const std::string& path, const std::string& temp, const CheckpointData& data) {
   const std::string item = "temporary file " + temp;
-  H5::H5File file = guarded(path, item, [&] { return H5::H5File(temp, H5F_ACC_TRUNC); });
+  H5::H5File file = guarded(path, item, [&] {
+    // The HDF5 1.8 file format: every object header carries a checksum, so damaged metadata is
+    // detected, and any HDF5 from 1.8 on (h5py, h5dump) reads the file.
+    H5::FileAccPropList access;
+    access.setLibverBounds(H5F_LIBVER_V18, H5F_LIBVER_V18);
+    return H5::H5File(temp, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access);
+  });
   guarded(path, "/", [&] {
     write_attr(file, "format", std::string(kCheckpointFormat));
     write_attr(file, "version", kCheckpointVersion);

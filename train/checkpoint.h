@@ -31,7 +31,7 @@ using ConfigEntry = std::pair<std::string, ConfigValue>;
 
 // The training loop's own state, stored as attributes of /train.
 struct TrainState {
-  int64_t step = 0;                       // optimizer steps completed
+  int64_t step = 0;                       // training steps completed
   uint64_t data_seed = 0;                 // seed of the data stream
   std::array<uint64_t, 4> dropout_rng{};  // dropout generator state
   double best_metric = -1;                // best validation metric so far (-1: none yet)

@@ -1,4 +1,5 @@
 // `gradlab gradcheck`: the numerical gradient check of every registered op, as a table.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -23,12 +24,18 @@ int run_gradcheck(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (const int code = parse_or_usage("gradcheck", args, options, vm); code >= 0) return code;
 
-  bool found = false, all_passed = true;
+  const bool known = only.empty() ||
+                     std::any_of(op_checks().begin(), op_checks().end(),
+                                 [&](const OpCheck& c) { return c.name == only; }) ||
+                     std::any_of(nn::module_checks().begin(), nn::module_checks().end(),
+                                 [&](const nn::ModuleCheck& c) { return c.name == only; });
+  if (!known) return usage_error("gradcheck", "unknown op or module '" + only + "'", options);
+
+  bool all_passed = true;
   std::printf("%-24s %-34s %12s %12s  %s\n", "op", "input shapes", "max abs err", "max rel err",
               "result");
   for (const OpCheck& check : op_checks()) {
     if (!only.empty() && check.name != only) continue;
-    found = true;
     Generator gen(seed);
     const std::vector<Tensor> inputs = check.make_inputs(gen);
     std::string shapes;
@@ -45,14 +52,10 @@ int run_gradcheck(const std::vector<std::string>& args) {
   }
   for (const nn::ModuleCheck& check : nn::module_checks()) {
     if (!only.empty() && check.name != only) continue;
-    found = true;
     const GradcheckReport report = check.run(seed);
     all_passed = all_passed && report.passed();
     std::printf("%-24s %-34s %12.3e %12.3e  %s\n", check.name.c_str(), check.sizes.c_str(),
                 report.max_abs_error(), report.max_rel_error(), report.passed() ? "PASS" : "FAIL");
-  }
-  if (!found) {
-    return usage_error("gradcheck", "unknown op or module '" + only + "'", options);
   }
   return all_passed ? kExitOk : kExitFailure;
 }

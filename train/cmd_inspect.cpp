@@ -1,4 +1,6 @@
 // The subcommands that read a checkpoint: eval, predict, attention and inspect.
+#include <omp.h>
+
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -43,9 +45,14 @@ std::string join(const std::vector<int64_t>& tokens) {
 int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
                           po::options_description& options, std::string& checkpoint,
                           po::variables_map& vm) {
+  int64_t threads = 1;
   options.add_options()("help,h", "show this help")(
-      "checkpoint", po::value(&checkpoint)->required(), "checkpoint file (.h5)");
-  return parse_or_usage(command, args, options, vm);
+      "checkpoint", po::value(&checkpoint)->required(), "checkpoint file (.h5)")(
+      "threads", po::value(&threads)->default_value(1), "OpenMP threads");
+  if (const int code = parse_or_usage(command, args, options, vm); code >= 0) return code;
+  if (threads < 1) return usage_error(command, "--threads must be positive", options);
+  omp_set_num_threads(static_cast<int>(threads));
+  return -1;
 }
 
 // Reads --input as the task's prompt; returns -1 to go on or a usage exit code.
@@ -172,8 +179,9 @@ int run_inspect(const std::vector<std::string>& args) {
     mean /= std::max<size_t>(v.size(), 1);
     for (double x : v) var += (x - mean) * (x - mean);
     const double stddev = std::sqrt(var / std::max<size_t>(v.size(), 1));
-    std::printf("  %-40s %-12s %8lld %12.5f %12.5f\n", name.c_str(), gradlab::to_string(t.shape()).c_str(),
-                static_cast<long long>(t.numel()), mean, stddev);
+    std::printf("  %-40s %-12s %8lld %12.5f %12.5f\n", name.c_str(),
+                gradlab::to_string(t.shape()).c_str(), static_cast<long long>(t.numel()), mean,
+                stddev);
     total += t.numel();
   }
   std::printf("\n  total parameters %lld\n", static_cast<long long>(total));

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "train/commands.h"
 #include "train/options.h"
@@ -100,7 +101,8 @@ class Progress {
 
 struct Options {
   RunConfig config;
-  std::string resume;
+  std::string resume;                     // --resume path
+  std::optional<CheckpointData> resumed;  // its contents
 };
 
 // Parses flags (and --config FILE); on --resume the checkpoint's configuration is used, with
@@ -128,7 +130,8 @@ int parse(const std::vector<std::string>& args, Options& opts) {
   }
   if (!opts.resume.empty()) {
     const RunConfig given = opts.config;
-    opts.config = from_entries(read_checkpoint_config(opts.resume), opts.resume);
+    opts.resumed = read_checkpoint(opts.resume);
+    opts.config = from_entries(opts.resumed->config, opts.resume);
     for (const auto& [key, value] : vm) {
       if (value.defaulted() || key == "resume" || key == "config") continue;
       const auto& allowed = resumable_options();
@@ -140,15 +143,21 @@ int parse(const std::vector<std::string>& args, Options& opts) {
                            options);
       }
     }
-    opts.config.steps = vm["steps"].defaulted() ? opts.config.steps : given.steps;
-    opts.config.eval_every = given.eval_every;
-    opts.config.save_every = given.save_every;
-    opts.config.keep = given.keep;
-    opts.config.threads = given.threads;
-    opts.config.target_accuracy =
-        vm["target-accuracy"].defaulted() ? opts.config.target_accuracy : given.target_accuracy;
+    std::vector<std::string> overridden;
+    for (const std::string& key : resumable_options()) {
+      if (vm.count(key) && !vm[key].defaulted()) overridden.push_back(key);
+    }
+    copy_fields(given, opts.config, overridden);
     opts.config.out_dir =
         given.out_dir.empty() ? fs::path(opts.resume).parent_path().string() : given.out_dir;
+    const int64_t done = opts.resumed->train.step;
+    if (opts.config.steps <= done) {
+      return usage_error("train",
+                         "--steps " + std::to_string(opts.config.steps) +
+                             ": the checkpoint is already at step " + std::to_string(done) +
+                             "; ask for more steps to resume",
+                         options);
+    }
   }
   try {
     finalize(opts.config);
@@ -168,7 +177,7 @@ int run_train(const std::vector<std::string>& args) {
   omp_set_num_threads(static_cast<int>(config.threads));
 
   Trainer trainer(config);
-  if (!opts.resume.empty()) trainer.restore(read_checkpoint(opts.resume), opts.resume);
+  if (opts.resumed) trainer.restore(*opts.resumed, opts.resume);
   fs::create_directories(config.out_dir);
   std::ofstream(fs::path(config.out_dir) / "config.ini") << to_config_file(config);
   MetricsLog metrics((fs::path(config.out_dir) / "metrics.csv").string());
@@ -206,7 +215,7 @@ int run_train(const std::vector<std::string>& args) {
         const double previous_best = trainer.best_metric();
         trainer.record_metric(final_metrics.exact_match);
         if (trainer.best_metric() > previous_best) {
-          save_checkpoint((fs::path(config.out_dir) / "best.h5").string(), trainer.checkpoint());
+          save((fs::path(config.out_dir) / "best.h5").string());
         }
         reached = config.target_accuracy > 0 && final_metrics.exact_match >= config.target_accuracy;
         progress.update(step, last, &final_metrics, rate, eta);

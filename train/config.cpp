@@ -101,8 +101,25 @@ const std::vector<std::string>& resumable_options() {
   return keys;
 }
 
+void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::string>& keys) {
+  RunConfig source = from;
+  const std::vector<Field> source_fields = fields(source);
+  const std::vector<Field> target_fields = fields(to);
+  for (size_t i = 0; i < source_fields.size(); ++i) {
+    if (std::find(keys.begin(), keys.end(), source_fields[i].key) == keys.end()) continue;
+    std::visit([&]<class P>(P* p) { *std::get<P*>(target_fields[i].ptr) = *p; },
+               source_fields[i].ptr);
+  }
+}
+
 void finalize(RunConfig& c) {
-  const data::Task task(c.task);  // validates the task fields
+  const data::Task task = [&] {
+    try {
+      return data::Task(c.task);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--task/--length/--symbols: ") + e.what());
+    }
+  }();
   check(c.model == "decoder" || c.model == "seq2seq",
         "--model: unknown model '" + c.model + "' (expected decoder or seq2seq)");
   check(c.net.d_model > 0, "--d-model must be positive, got " + str(c.net.d_model));

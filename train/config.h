@@ -39,6 +39,9 @@ void add_run_options(boost::program_options::options_description& options, RunCo
 // Flags that may differ when resuming; all others come from the checkpoint.
 const std::vector<std::string>& resumable_options();
 
+// Copies the fields named by keys (flag names) from `from` into `to`.
+void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::string>& keys);
+
 // Fills the derived fields (vocabulary, positions, schedule sizes) and checks every value;
 // throws ConfigError naming the flag.
 void finalize(RunConfig& config);

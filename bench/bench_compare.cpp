@@ -1,0 +1,156 @@
+// The gradlab side of the libtorch comparison (bench/torch_bench.cpp is the other side): the
+// same workload names, shapes, float32 values (bench_shared.h) and thread count.
+//
+//   mha_fwd_bwd/B*_T*_C*_H*   nn::MultiHeadAttention forward, loss = sum(out * upstream), backward
+//   train_step/copy_default   one Trainer::train_step() of the default copy-task run
+//   matmul/N*                 square float32 matmul, GFLOP/s in the FLOPS counter
+//
+// Each benchmark runs a fixed number of iterations after an untimed warm-up, so one process
+// run costs about the same on both sides; scripts/bench.sh repeats whole process runs,
+// alternating with libtorch, and reports the median. The counter `check` is a value both
+// binaries compute from identical inputs (the loss of the first iteration), for the driver
+// to compare.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "bench/bench_shared.h"
+#include "nn/attention.h"
+#include "train/config.h"
+#include "train/trainer.h"
+
+namespace {
+
+namespace gb = gradlab_bench;
+using gradlab::Tensor;
+
+void set_values(Tensor& parameter, const std::vector<float>& values) {
+  parameter.copy_from(Tensor::from_vector(values, parameter.shape()));
+}
+
+void BM_Mha(benchmark::State& state, gb::MhaShape s) {
+  gradlab::Generator gen(0);
+  gradlab::nn::MultiHeadAttention mha(
+      {.d_model = s.C, .num_heads = s.H, .num_kv_heads = 0, .bias = true, .dropout = 0.0}, gen);
+  const gb::MhaData d = gb::mha_data(s);
+  set_values(mha.q_proj->weight, d.wq);
+  set_values(mha.q_proj->bias, d.bq);
+  set_values(mha.k_proj->weight, d.wk);
+  set_values(mha.k_proj->bias, d.bk);
+  set_values(mha.v_proj->weight, d.wv);
+  set_values(mha.v_proj->bias, d.bv);
+  set_values(mha.out_proj->weight, d.wo);
+  set_values(mha.out_proj->bias, d.bo);
+  Tensor x = Tensor::from_vector(d.x, {s.B, s.T, s.C});
+  x.set_requires_grad();
+  const Tensor upstream = Tensor::from_vector(d.upstream, {s.B, s.T, s.C});
+  std::vector<Tensor> leaves = mha.parameters();
+  leaves.push_back(x);
+
+  auto iteration = [&] {
+    for (Tensor& t : leaves) t.zero_grad();
+    Tensor loss = gradlab::sum(mha.forward(x) * upstream);
+    loss.backward();
+    return loss;
+  };
+  const double check = iteration().item();  // warm-up
+  for (auto _ : state) {
+    Tensor loss = iteration();
+    float* grad = x.grad().data<float>();
+    benchmark::DoNotOptimize(grad);
+    benchmark::ClobberMemory();
+  }
+  state.counters["check"] = check;
+}
+
+void BM_TrainStep(benchmark::State& state) {
+  const gb::CopySpec spec;
+  gradlab::train::RunConfig config;
+  gradlab::train::finalize(config);
+  // The libtorch side hard-codes these; fail loudly if gradlab's defaults move away from them.
+  const auto& n = config.net;
+  if (config.model != "decoder" || config.task.name != "copy" || n.d_model != spec.d_model ||
+      n.num_heads != spec.heads || n.num_layers != spec.layers || n.d_ff != spec.d_ff ||
+      n.vocab_size != spec.vocab || n.max_len != spec.max_len || n.dropout != 0.0 ||
+      !n.pre_norm || !n.learned_positions || config.batch_size != spec.batch ||
+      config.clip_norm != spec.clip || config.optimizer.name != "adamw" ||
+      config.schedule.lr != spec.lr || config.schedule.warmup_steps != spec.warmup) {
+    state.SkipWithError("gradlab's default RunConfig no longer matches bench_shared.h CopySpec");
+    return;
+  }
+  gradlab::train::Trainer trainer(config);
+  // Identical initial weights on both sides: gradlab's initialisation scheme, drawn from the
+  // shared generator by parameter name.
+  auto named = trainer.module().named_parameters();
+  const auto specs = gb::model_params(spec);
+  if (named.size() != specs.size()) {
+    state.SkipWithError("DecoderLM's parameter list no longer matches bench_shared.h");
+    return;
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (named[i].first != specs[i].name || named[i].second.shape() != specs[i].shape) {
+      state.SkipWithError(("parameter " + named[i].first + " does not match " + specs[i].name)
+                              .c_str());
+      return;
+    }
+    set_values(named[i].second, gb::initial_values(specs[i]));
+  }
+
+  double check = 0;
+  for (int64_t i = 0; i < gb::train_step_warmup(); ++i) {
+    const double loss = trainer.train_step().loss;
+    if (i == 0) check = loss;
+  }
+  for (auto _ : state) {
+    const gradlab::train::StepResult r = trainer.train_step();
+    benchmark::DoNotOptimize(r.loss);
+  }
+  state.counters["check"] = check;
+}
+
+void BM_MatmulSquare(benchmark::State& state, int64_t n) {
+  const std::string tag = gb::matmul_name(n);
+  const Tensor a = Tensor::from_vector(gb::normal_values(tag + "/a", n * n, 1.0), {n, n});
+  const Tensor b = Tensor::from_vector(gb::normal_values(tag + "/b", n * n, 1.0), {n, n});
+  double check = 0;
+  {
+    const Tensor c = gradlab::matmul(a, b);  // warm-up
+    check = c.data<float>()[0];
+  }
+  for (auto _ : state) {
+    Tensor c = gradlab::matmul(a, b);
+    float* out = c.data<float>();
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOPS"] = benchmark::Counter(
+      gb::matmul_flops(n) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["check"] = check;
+}
+
+// Registered at start-up, next to the micro-benchmarks of bench_autograd.cpp.
+[[maybe_unused]] const bool registered = [] {
+  for (const gb::MhaShape& s : gb::kMhaShapes) {
+    benchmark::RegisterBenchmark(gb::mha_name(s).c_str(), BM_Mha, s)
+        ->Iterations(gb::mha_iterations(s))
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  benchmark::RegisterBenchmark(gb::train_step_name(), BM_TrainStep)
+      ->Iterations(gb::train_step_iterations())
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  for (const int64_t n : gb::kMatmulSizes) {
+    benchmark::RegisterBenchmark(gb::matmul_name(n).c_str(), BM_MatmulSquare, n)
+        ->Iterations(gb::matmul_iterations(n))
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return true;
+}();
+
+}  // namespace

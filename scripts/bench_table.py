@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of gradlab against libtorch: runs both binaries, prints one table.
+
+Called by scripts/bench.sh after the build; standard library only. For every workload and
+thread count it runs whole processes in rounds, each round one gradlab run and one libtorch run
+per libtorch environment (the order rotates from round to round), and reports the median over
+the rounds with the spread (half the min-max range, in % of the median). Peak memory is the
+peak RSS of the process that ran the workload (getrusage of the child, via wait4).
+
+libtorch runs in two environments and the table quotes the faster one:
+  as-is  the environment as it is (only LD_LIBRARY_PATH may point at an OpenBLAS, see bench.sh)
+  tuned  OPENBLAS_CORETYPE unset (or, when OpenBLAS does not recognise the CPU and falls back
+         to a pre-AVX kernel, set to the best family the CPU supports), plus glibc malloc
+         settings that keep large blocks instead of unmapping them (MALLOC_MMAP_THRESHOLD_,
+         MALLOC_TRIM_THRESHOLD_)
+gradlab always runs in the environment as it is.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# Kernels OpenBLAS falls back to when it does not know a CPU: none of them uses AVX.
+GENERIC_OPENBLAS_CORES = {
+    "katmai", "coppermine", "northwood", "prescott", "banias", "core2", "penryn", "dunnington",
+    "nehalem", "atom", "unknown", "generic",
+}
+MALLOC_ENV = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),  # the largest glibc accepts: 32 MiB
+    "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+}
+MHA_SHAPES = [(1, 3, 4, 2), (32, 64, 128, 4), (16, 128, 256, 8), (8, 256, 512, 8)]
+MATMUL_SIZES = [256, 512, 1024, 2048]
+
+
+def mha_flops(b, t, c, h):
+    # Forward: four projections (2BTC^2 each) and two attention products (2BT^2C each);
+    # backward: twice the forward.
+    return 3.0 * (8 * b * t * c * c + 4 * b * t * t * c)
+
+
+def workloads():
+    out = []
+    for b, t, c, h in MHA_SHAPES:
+        out.append({
+            "key": f"mha_fwd_bwd/B{b}_T{t}_C{c}_H{h}",
+            "label": f"MHA fwd+bwd (B,T,C,H)=({b},{t},{c},{h})",
+            "kind": "gbench",
+            "flops": mha_flops(b, t, c, h),
+        })
+    out.append({"key": "train_step/copy_default", "label": "train step, default copy model",
+                "kind": "gbench", "flops": None})
+    out.append({"key": "copy_run/to_99", "label": "copy run to 99% exact match",
+                "kind": "copy_run", "flops": None})
+    for n in MATMUL_SIZES:
+        out.append({"key": f"matmul/N{n}", "label": f"matmul {n}x{n} @ {n}x{n}",
+                    "kind": "gbench", "flops": 2.0 * n ** 3})
+    return out
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd, env):
+    """Runs cmd to completion; returns (returncode, stdout, stderr, seconds, peak_rss_mib)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return proc.returncode, out.read(), err.read(), seconds, usage.ru_maxrss / 1024.0
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def lscpu_model():
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", os.cpu_count()
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    model = fields.get("Model name", "unknown").strip()
+    return model, os.cpu_count()
+
+
+def git_revision():
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def loadavg():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.gradlab_bench = os.path.join(args.build, "bench", "gradlab_bench")
+        self.torch_bench = os.path.join(args.build, "bench", "gradlab_torch_bench")
+        self.gradlab_cli = os.path.join(args.build, "gradlab")
+        self.have_torch = os.access(self.torch_bench, os.X_OK) and not args.no_torch
+        base = dict(os.environ)
+        torch_env = dict(base)
+        if args.torch_ld_path:
+            torch_env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                p for p in [args.torch_ld_path, base.get("LD_LIBRARY_PATH", "")] if p)
+        self.envs = {"gradlab": base}
+        self.probe = {}
+        if self.have_torch:
+            self.envs["as-is"] = torch_env
+            self.envs["tuned"] = self.tuned_env(torch_env)
+        self.scratch = tempfile.mkdtemp(prefix="gradlab-bench-")
+
+    def probe_torch(self, env):
+        code, out, err, _, _ = run([self.torch_bench, "--probe"], env)
+        if code != 0:
+            raise SystemExit(f"bench: {self.torch_bench} --probe failed ({code}): {err.strip()}")
+        return json.loads(out)
+
+    def tuned_env(self, torch_env):
+        env = dict(torch_env)
+        env.pop("OPENBLAS_CORETYPE", None)
+        env.update(MALLOC_ENV)
+        self.probe["as-is"] = self.probe_torch(torch_env)
+        detected = self.probe_torch(env)
+        core = detected.get("openblas_core", "")
+        if core and core.lower() in GENERIC_OPENBLAS_CORES:
+            flags = cpu_flags()
+            forced = "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else ""
+            if forced:
+                log(f"bench: OpenBLAS detects this CPU as {core}; tuned environment sets "
+                    f"OPENBLAS_CORETYPE={forced}")
+                env["OPENBLAS_CORETYPE"] = forced
+                detected = self.probe_torch(env)
+        self.probe["tuned"] = detected
+        self.tuned_settings = {k: env[k] for k in sorted(env) if k.startswith(("MALLOC_", "OPENBLAS_"))}
+        return env
+
+    def engines(self):
+        return ["gradlab"] + (["as-is", "tuned"] if self.have_torch else [])
+
+    def gbench_once(self, engine, key, threads):
+        binary = self.gradlab_bench if engine == "gradlab" else self.torch_bench
+        cmd = [binary, f"--threads={threads}", f"--benchmark_filter=^{re.escape(key)}/",
+               "--benchmark_format=json"]
+        code, out, err, _, rss = run(cmd, self.envs[engine])
+        if code != 0:
+            raise SystemExit(f"bench: {' '.join(cmd)} failed ({code}):\n{err.strip()}")
+        data = json.loads(out)
+        runs = data.get("benchmarks", [])
+        if len(runs) != 1:
+            raise SystemExit(f"bench: {' '.join(cmd)} ran {len(runs)} benchmarks, expected 1")
+        r = runs[0]
+        if r.get("error_occurred"):
+            raise SystemExit(f"bench: {key} on {engine}: {r.get('error_message')}")
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[r["time_unit"]]
+        return {"seconds": r["real_time"] * scale, "rss_mib": rss, "check": r.get("check"),
+                "context": {k: data["context"].get(k) for k in ("blas", "openblas_core")}}
+
+    def copy_run_once(self, engine, threads, index):
+        if engine == "gradlab":
+            out_dir = os.path.join(self.scratch, f"copy-{threads}-{index}")
+            cmd = [self.gradlab_cli, "train", "--out", out_dir, "--threads", str(threads)]
+            code, out, err, wall, rss = run(cmd, self.envs[engine])
+            m = re.search(r"Trained (\d+) steps in ([\d.]+) s: .*exact match ([\d.]+)%", out)
+            if code != 0 or not m:
+                raise SystemExit(f"bench: {' '.join(cmd)} failed ({code}):\n{out}\n{err}")
+            return {"seconds": float(m.group(2)), "steps": int(m.group(1)),
+                    "exact_match": float(m.group(3)) / 100, "reached": "target reached" in out,
+                    "wall": wall, "rss_mib": rss}
+        cmd = [self.torch_bench, f"--threads={threads}", "--copy_run"]
+        code, out, err, wall, rss = run(cmd, self.envs[engine])
+        if code not in (0, 3):
+            raise SystemExit(f"bench: {' '.join(cmd)} failed ({code}):\n{err.strip()}")
+        r = json.loads(out.strip().splitlines()[-1])
+        r.update({"wall": wall, "rss_mib": rss})
+        return r
+
+    def measure(self, work, threads):
+        reps = self.args.copy_reps if work["kind"] == "copy_run" else self.args.reps
+        engines = self.engines()
+        samples = {e: [] for e in engines}
+        for i in range(reps):
+            order = engines[i % len(engines):] + engines[:i % len(engines)]  # rotate
+            for e in order:
+                if work["kind"] == "copy_run":
+                    samples[e].append(self.copy_run_once(e, threads, i))
+                else:
+                    samples[e].append(self.gbench_once(e, work["key"], threads))
+        return samples
+
+
+def summarize(samples):
+    secs = [s["seconds"] for s in samples]
+    med = statistics.median(secs)
+    spread = (max(secs) - min(secs)) / 2 / med * 100 if med > 0 else 0.0
+    out = {"median": med, "spread_pct": spread, "n": len(secs), "all": secs,
+           "rss_mib": max(s["rss_mib"] for s in samples)}
+    if "steps" in samples[0]:
+        out["steps"] = [s["steps"] for s in samples]
+        out["reached"] = all(s.get("reached") for s in samples)
+    checks = [s.get("check") for s in samples if s.get("check") is not None]
+    if checks:
+        out["check"] = checks[0]
+    return out
+
+
+def fmt_time(seconds):
+    if seconds >= 1.0:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms" if seconds < 0.1 else f"{seconds * 1e3:.0f} ms"
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def time_cell(summary):
+    if summary is None:
+        return "—"
+    cell = f"{fmt_time(summary['median'])} ±{summary['spread_pct']:.0f}%"
+    if "steps" in summary:
+        steps = sorted(set(summary["steps"]))
+        cell += f" ({'/'.join(map(str, steps))} steps{'' if summary['reached'] else ', target NOT reached'})"
+    return cell
+
+
+def build_rows(results, have_torch):
+    rows, details, warnings = [], [], []
+    for r in results:
+        g = r["gradlab"]
+        ref_name = None
+        ref = None
+        if have_torch:
+            ref_name = min(("as-is", "tuned"), key=lambda e: r[e]["median"])
+            ref = r[ref_name]
+        ratio = f"{g['median'] / ref['median']:.2f}" if ref else "—"
+        if r["flops"]:
+            gf = f"{r['flops'] / g['median'] / 1e9:.3g}"
+            gf += f" / {r['flops'] / ref['median'] / 1e9:.3g}" if ref else ""
+        else:
+            gf = "—"
+        mem = f"{g['rss_mib']:.0f}" + (f" / {ref['rss_mib']:.0f}" if ref else "")
+        rows.append([r["label"], str(r["threads"]), time_cell(g), time_cell(ref), ratio, gf, mem,
+                     ref_name or "—"])
+        if have_torch:
+            details.append([r["label"], str(r["threads"]), time_cell(r["as-is"]),
+                            time_cell(r["tuned"])])
+            # Same inputs on both sides: the first loss (MHA) or C[0,0] (matmul) must agree.
+            if r["key"].startswith(("mha", "matmul")) and "check" in g and "check" in ref:
+                a, b = g["check"], ref["check"]
+                rel = abs(a - b) / max(abs(a), abs(b), 1e-12)
+                r["check_rel_diff"] = rel
+                if rel > 1e-3:
+                    warnings.append(f"{r['key']} threads={r['threads']}: gradlab computed {a}, "
+                                    f"libtorch {b} (relative difference {rel:.2g})")
+    return rows, details, warnings
+
+
+def markdown_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+HEADER = ["workload", "threads", "gradlab", "libtorch", "gradlab / libtorch",
+          "GFLOP/s gradlab / libtorch", "peak RSS MiB gradlab / libtorch", "libtorch env"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--build", default="build", help="CMake build directory (default build)")
+    p.add_argument("--reps", type=int, default=5, help="process runs per engine (default 5)")
+    p.add_argument("--copy-reps", type=int, default=3, help="copy runs per engine (default 3)")
+    p.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    p.add_argument("--only", default="", help="regex: run only the matching workload keys")
+    p.add_argument("--torch-ld-path", default="",
+                   help="directory prepended to LD_LIBRARY_PATH for libtorch (its BLAS)")
+    p.add_argument("--no-torch", action="store_true", help="run the gradlab side only")
+    p.add_argument("--json", help="write every sample here")
+    p.add_argument("--markdown", help="write the generated section here")
+    p.add_argument("--doc", help="replace the generated section of this file (BENCHMARKS.md)")
+    p.add_argument("--no-doc", action="store_true", help="ignore --doc")
+    args = p.parse_args()
+    if args.no_doc:
+        args.doc = None
+
+    runner = Runner(args)
+    threads_list = [int(t) for t in args.threads.split(",") if t]
+    model, cores = lscpu_model()
+    started = datetime.datetime.now().astimezone()
+    load_start = loadavg()
+    t0 = time.perf_counter()
+    if not runner.have_torch:
+        log("bench: gradlab_torch_bench is not available: running the gradlab side only")
+    if load_start > 0.5 * (cores or 1):
+        log(f"bench: warning: load average {load_start:.1f} on {cores} CPUs; timings will be noisy")
+
+    results = []
+    for work in workloads():
+        if args.only and not re.search(args.only, work["key"]):
+            continue
+        for threads in threads_list:
+            samples = runner.measure(work, threads)
+            r = {"key": work["key"], "label": work["label"], "threads": threads,
+                 "flops": work["flops"], "samples": samples}
+            for e, s in samples.items():
+                r[e] = summarize(s)
+            results.append(r)
+            msg = f"{work['key']:<32} threads={threads}  gradlab {time_cell(r['gradlab'])}"
+            for e in runner.engines()[1:]:
+                msg += f"  libtorch[{e}] {time_cell(r[e])}"
+            log(msg)
+    elapsed = time.perf_counter() - t0
+    load_end = loadavg()
+
+    rows, details, warnings = build_rows(results, runner.have_torch)
+    table = markdown_table(HEADER, rows)
+    print()
+    print(table)
+    for w in warnings:
+        log("bench: warning: outputs differ: " + w)
+
+    probe = runner.probe.get("tuned") or {}
+    tuned = getattr(runner, "tuned_settings", {})
+    section = [
+        f"Measured {started:%Y-%m-%d %H:%M %Z} by `./scripts/bench.sh` in {elapsed / 60:.1f} min.",
+        "",
+        f"- gradlab: commit `{git_revision()}` (`-dirty`: with uncommitted changes), Release build.",
+        f"- Machine: {model}, {cores} CPUs; load average {load_start:.1f} at the start, "
+        f"{load_end:.1f} at the end (above 0 means other work shared the CPUs).",
+    ]
+    if runner.have_torch:
+        section += [
+            f"- libtorch {probe.get('torch', '?')}; BLAS used by libtorch: "
+            f"`{os.path.basename(probe.get('blas', '?'))}`"
+            + (f" (OpenBLAS core {runner.probe['as-is'].get('openblas_core') or '?'} as-is, "
+               f"{probe.get('openblas_core') or '?'} tuned)" if probe.get("openblas_core") else "")
+            + ".",
+            "- libtorch environments: as-is = the environment unchanged; tuned = "
+            + ", ".join(f"`{k}={v}`" for k, v in tuned.items())
+            + ("" if "OPENBLAS_CORETYPE" in tuned else ", `OPENBLAS_CORETYPE` unset")
+            + ". The table quotes the faster (column *libtorch env*).",
+        ]
+    section += [
+        f"- {args.reps} process runs per engine and workload ({args.copy_reps} for the copy run), "
+        "alternating engines; median ± half the min–max range.",
+        "",
+        table,
+    ]
+    if warnings:
+        section += ["", "**Outputs differ:**", ""] + [f"- {w}" for w in warnings]
+    if details:
+        section += ["", "<details><summary>libtorch in both environments</summary>", "",
+                    markdown_table(["workload", "threads", "as-is", "tuned"], details), "",
+                    "</details>"]
+    text = "\n".join(section) + "\n"
+
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"started": started.isoformat(), "machine": model, "cpus": cores,
+                       "load_start": load_start, "load_end": load_end, "probe": runner.probe,
+                       "tuned_env": tuned, "results": results}, f, indent=1)
+    if args.doc:
+        begin, end = "<!-- bench:begin (generated by scripts/bench.sh) -->", "<!-- bench:end -->"
+        with open(args.doc) as f:
+            doc = f.read()
+        i, j = doc.find(begin), doc.find(end)
+        if i < 0 or j < i:
+            raise SystemExit(f"bench: {args.doc} has no '{begin}' ... '{end}' section")
+        with open(args.doc, "w") as f:
+            f.write(doc[:i + len(begin)] + "\n" + text + doc[j:])
+        log(f"bench: updated {args.doc}")
+    log(f"bench: done in {elapsed / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""Plots the metrics.csv of a `gradlab train` run: loss and accuracy against the step.
+
+    scripts/plot_metrics.py RUN_DIR/metrics.csv out.png
+
+The left panel shows train_loss (the loss of the last training batch before each evaluation)
+and eval_loss (the held-out loss) on a log scale; the right panel shows the held-out token
+accuracy and exact match in percent. metrics.csv has one row per evaluation, with the header
+
+    step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,tokens_per_second,
+    elapsed_seconds
+
+If the run directory also holds config.ini, the title names the task, length and model.
+Needs matplotlib; renders without a display.
+"""
+
+import csv
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+USAGE = "usage: plot_metrics.py RUN_DIR/metrics.csv OUT.png"
+REQUIRED = ("step", "train_loss", "eval_loss", "token_accuracy", "exact_match")
+
+
+def fail(message):
+    print(f"plot_metrics.py: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def number(text):
+    """A float from a CSV cell; NaN for an empty or unparsable cell."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def read_metrics(path):
+    """Columns of metrics.csv as {name: [float, ...]}, rows sorted by step."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames or []
+            missing = [name for name in REQUIRED if name not in header]
+            if missing:
+                fail(f"{path}: not a gradlab metrics file (missing column(s) "
+                     f"{', '.join(missing)}; header is {','.join(header) or 'empty'})")
+            rows = [row for row in reader if row.get("step")]
+    except FileNotFoundError:
+        fail(f"{path}: no such file (a run directory holds metrics.csv after its first "
+             "evaluation)")
+    except IsADirectoryError:
+        fail(f"{path}: is a directory; pass the metrics.csv inside it")
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        fail(f"{path}: cannot read: {e}")
+    if not rows:
+        fail(f"{path}: has a header but no rows yet (nothing has been evaluated)")
+    # A resumed run appends to the same file; keep the last row written for each step.
+    by_step = {}
+    for row in rows:
+        step = number(row["step"])
+        if not math.isnan(step):
+            by_step[step] = row
+    steps = sorted(by_step)
+    return {name: [number(by_step[s][name]) if name != "step" else s for s in steps]
+            for name in REQUIRED}
+
+
+def positive(steps, values):
+    """The (step, value) pairs a log-scale axis can show."""
+    pairs = [(s, v) for s, v in zip(steps, values) if v > 0 and math.isfinite(v)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def plot(metrics, title, out_path):
+    steps = metrics["step"]
+    marker = "o" if len(steps) <= 40 else None  # few evaluations: show each one
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
+
+    for name, label in (("train_loss", "train (last batch)"), ("eval_loss", "held-out")):
+        xs, ys = positive(steps, metrics[name])
+        if xs:
+            ax_loss.plot(xs, ys, marker=marker, markersize=3, label=label)
+    ax_loss.set_yscale("log")
+    ax_loss.set_title("Cross-entropy loss")
+    ax_loss.set_xlabel("step")
+    ax_loss.set_ylabel("loss (log scale)")
+    ax_loss.grid(True, which="both", alpha=0.3)
+    ax_loss.legend()
+
+    for name, label in (("token_accuracy", "token accuracy"), ("exact_match", "exact match")):
+        ax_acc.plot(steps, [100 * v for v in metrics[name]], marker=marker, markersize=3,
+                    label=label)
+    ax_acc.set_title("Held-out accuracy")
+    ax_acc.set_xlabel("step")
+    ax_acc.set_ylabel("%")
+    ax_acc.set_ylim(-2, 102)
+    ax_acc.grid(True, alpha=0.3)
+    ax_acc.legend(loc="lower right")
+
+    if len(steps) == 1:  # a single evaluation: give the x axis some width around it
+        for ax in (ax_loss, ax_acc):
+            ax.set_xlim(0, 2 * steps[0])
+
+    fig.suptitle(title)
+    fig.tight_layout()
+    try:
+        fig.savefig(out_path, dpi=100)
+    except OSError as e:
+        fail(f"{out_path}: cannot write: {e}")
+    plt.close(fig)
+
+
+def run_title(csv_path):
+    """"<run dir>: <task>, length <n>, <model>" from the config.ini beside metrics.csv."""
+    run_dir = os.path.dirname(os.path.abspath(csv_path))
+    title = f"gradlab run {os.path.basename(run_dir)}"
+    config = {}
+    try:
+        with open(os.path.join(run_dir, "config.ini")) as f:
+            for line in f:
+                key, sep, value = line.partition("=")
+                if sep and not key.strip().startswith("#"):
+                    config[key.strip()] = value.strip()
+    except (OSError, UnicodeDecodeError):
+        return title
+    if "task" in config:
+        title += f": {config['task']}"
+        if "length" in config:
+            title += f", length {config['length']}"
+        if "model" in config:
+            title += f", {config['model']} model"
+    return title
+
+
+def main(argv):
+    if len(argv) == 2 and argv[1] in ("-h", "--help"):
+        print(USAGE)
+        print(__doc__.split("\n\n", 2)[2].rstrip())
+        return 0
+    if len(argv) != 3:
+        print(USAGE, file=sys.stderr)
+        return 2
+    csv_path, out_path = argv[1], argv[2]
+    metrics = read_metrics(csv_path)
+    plot(metrics, run_title(csv_path), out_path)
+    print(f"wrote {out_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

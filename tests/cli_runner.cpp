@@ -1,0 +1,194 @@
+#include "cli_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace gradlab::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void fail(const std::string& what, int error) {
+  throw std::runtime_error(what + ": " + std::strerror(error));
+}
+
+// Closes a descriptor once, on scope exit or on demand.
+struct Fd {
+  int fd = -1;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+struct SpawnSetup {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  SpawnSetup() {
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+};
+
+int milliseconds_until(Clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+  return ms < 0 ? 0 : static_cast<int>(ms);
+}
+
+}  // namespace
+
+std::string CommandResult::describe() const {
+  std::string text = "exit code " + std::to_string(exit_code);
+  if (term_signal) text += ", killed by signal " + std::to_string(term_signal);
+  if (timed_out) text += " (timed out)";
+  return text + "\n--- stdout ---\n" + out + "--- stderr ---\n" + err;
+}
+
+CommandResult run_command(const std::string& program, const std::vector<std::string>& args,
+                          const RunOptions& options) {
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) fail("pipe", errno);
+  Fd out_read{out_pipe[0]}, out_write{out_pipe[1]};
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) fail("pipe", errno);
+  Fd err_read{err_pipe[0]}, err_write{err_pipe[1]};
+
+  SpawnSetup setup;
+  // dup2 clears close-on-exec on the new descriptor; every pipe end is closed by exec.
+  posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&setup.actions, out_write.fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&setup.actions, err_write.fd, STDERR_FILENO);
+  // Default dispositions and an empty mask, whatever the test runner inherited (a background
+  // job starts with SIGINT ignored).
+  sigset_t defaults, empty;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGPIPE);
+  sigemptyset(&empty);
+  posix_spawnattr_setsigdefault(&setup.attr, &defaults);
+  posix_spawnattr_setsigmask(&setup.attr, &empty);
+  posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+
+  std::vector<std::string> argv_strings{program};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = 0;
+  if (const int error =
+          ::posix_spawn(&pid, program.c_str(), &setup.actions, &setup.attr, argv.data(), environ);
+      error != 0) {
+    fail("posix_spawn " + program, error);
+  }
+  out_write.reset();
+  err_write.reset();
+
+  CommandResult result;
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(options.timeout_ms);
+  const bool timed_signal = options.signal != 0 && options.signal_after_ms >= 0;
+  const auto signal_time =
+      start + std::chrono::milliseconds(timed_signal ? options.signal_after_ms : 0);
+  auto maybe_signal = [&] {
+    if (options.signal == 0 || result.signal_sent) return;
+    const bool printed = !options.signal_after_output.empty() &&
+                         result.out.find(options.signal_after_output) != std::string::npos;
+    if (printed || (timed_signal && Clock::now() >= signal_time)) {
+      ::kill(pid, options.signal);
+      result.signal_sent = true;
+    }
+  };
+
+  Fd* fds[] = {&out_read, &err_read};
+  std::string* sinks[] = {&result.out, &result.err};
+  while (out_read.fd >= 0 || err_read.fd >= 0) {
+    maybe_signal();
+    if (!result.timed_out && Clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      result.timed_out = true;
+    }
+    int wait_ms = result.timed_out ? 100 : milliseconds_until(deadline);
+    if (timed_signal && !result.signal_sent) {
+      wait_ms = std::min(wait_ms, milliseconds_until(signal_time));
+    }
+    pollfd polled[2];
+    int count = 0;
+    int which[2];
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i]->fd < 0) continue;
+      polled[count] = {fds[i]->fd, POLLIN, 0};
+      which[count++] = i;
+    }
+    const int ready = ::poll(polled, static_cast<nfds_t>(count), wait_ms);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      fail("poll", errno);
+    }
+    for (int k = 0; k < count; ++k) {
+      if (!(polled[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(polled[k].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[which[k]]->append(buffer, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[which[k]]->reset();
+      }
+    }
+  }
+
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) fail("waitpid", errno);
+  }
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.term_signal = WTERMSIG(status);
+  }
+  return result;
+}
+
+CommandResult run_gradlab(const std::vector<std::string>& args, const RunOptions& options) {
+  return run_command(GRADLAB_BINARY, args, options);
+}
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "gradlab-test-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) fail("mkdtemp " + pattern, errno);
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string TempDir::file(const std::string& name) const {
+  return (path_ / name).string();
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace gradlab::testing

@@ -1,0 +1,63 @@
+// Running the gradlab binary from tests: its exit code, stdout and stderr, with an optional
+// timeout and an optional signal sent once it has printed something or after a delay. The
+// process is started with posix_spawn and an argument vector (no shell), so arguments need no
+// quoting. Also a self-deleting temporary directory for the files a test writes.
+#pragma once
+
+#include <csignal>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace gradlab::testing {
+
+struct CommandResult {
+  int exit_code = -1;      // the exit status, or -1 if a signal ended the process
+  int term_signal = 0;     // the signal that ended the process, 0 if it exited
+  bool timed_out = false;  // killed (SIGKILL) after RunOptions::timeout_ms
+  bool signal_sent = false;
+  std::string out;  // everything written to stdout
+  std::string err;  // everything written to stderr
+
+  // For assertion messages: the exit status and both streams.
+  std::string describe() const;
+};
+
+struct RunOptions {
+  int timeout_ms = 120000;  // SIGKILL after this long
+  // If signal is not 0, it is sent once, when the first of these happens: stdout contains
+  // signal_after_output (when not empty), or signal_after_ms milliseconds have passed (when
+  // >= 0).
+  int signal = 0;
+  std::string signal_after_output;
+  int signal_after_ms = -1;
+};
+
+// Runs `program args...` with stdin from /dev/null and both outputs captured.
+CommandResult run_command(const std::string& program, const std::vector<std::string>& args,
+                          const RunOptions& options = {});
+
+// Runs the gradlab executable under test with these arguments (after argv[0]).
+CommandResult run_gradlab(const std::vector<std::string>& args, const RunOptions& options = {});
+
+// A fresh, uniquely named directory under the system temporary directory, deleted with
+// everything in it when the object goes out of scope.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // path() / name, as a string.
+  std::string file(const std::string& name) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The whole contents of a file ("" if it cannot be read).
+std::string read_text(const std::filesystem::path& path);
+
+}  // namespace gradlab::testing

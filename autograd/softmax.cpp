@@ -77,6 +77,19 @@ Tensor map_rows(const Tensor& x, const Rows& rows, RowFn row_fn) {
   return out;
 }
 
+// The gradient of a row-wise op: row_fn(g_row, y_row, dx_row, n, stride) for every row.
+template <class RowFn>
+Tensor map_grad_rows(const Rows& rows, const Tensor& y, const Tensor& g, RowFn row_fn) {
+  Tensor dx = Tensor::empty(g.shape(), g.dtype());
+  dispatch(g.dtype(), [&]<class T>() {
+    const T* yv = y.data<T>();
+    const T* gv = g.data<T>();
+    for_each_row(rows, gv, dx.data<T>(),
+                 [&](const T* gr, T* d, int64_t s) { row_fn(gr, yv + (gr - gv), d, rows.n, s); });
+  });
+  return dx;
+}
+
 Rows rows_of(const char* op, const Tensor& x, int64_t axis) {
   return Rows(x.shape(), normalize_axis(op, axis, x.rank()));
 }
@@ -89,18 +102,12 @@ Tensor softmax(const Tensor& x, int64_t axis) {
       x, rows, [](const auto* in, auto* o, int64_t n, int64_t s) { softmax_row(in, o, n, s); });
   // dx = y * (g - sum(g * y)) along the row.
   return record("softmax", y, {x}, [rows, y = y.detach()](const Tensor& g) {
-    Tensor dx = Tensor::empty(g.shape(), g.dtype());
-    dispatch(g.dtype(), [&]<class T>() {
-      const T* yv = y.data<T>();
-      const T* gv = g.data<T>();
-      for_each_row(rows, gv, dx.data<T>(), [&](const T* gr, T* d, int64_t s) {
-        const T* yr = yv + (gr - gv);
-        T dot = 0;
-        for (int64_t i = 0; i < rows.n; ++i) dot += gr[i * s] * yr[i * s];
-        for (int64_t i = 0; i < rows.n; ++i) d[i * s] = yr[i * s] * (gr[i * s] - dot);
-      });
-    });
-    return std::vector<Tensor>{dx};
+    return std::vector<Tensor>{map_grad_rows(
+        rows, y, g, [](const auto* gr, const auto* yr, auto* d, int64_t n, int64_t s) {
+          std::remove_const_t<std::remove_pointer_t<decltype(gr)>> dot = 0;
+          for (int64_t i = 0; i < n; ++i) dot += gr[i * s] * yr[i * s];
+          for (int64_t i = 0; i < n; ++i) d[i * s] = yr[i * s] * (gr[i * s] - dot);
+        })};
   });
 }
 
@@ -110,21 +117,16 @@ Tensor log_softmax(const Tensor& x, int64_t axis) {
       x, rows, [](const auto* in, auto* o, int64_t n, int64_t s) { log_softmax_row(in, o, n, s); });
   // dx = g - softmax * sum(g) along the row; zero for rows that are -inf everywhere.
   return record("log_softmax", y, {x}, [rows, y = y.detach()](const Tensor& g) {
-    Tensor dx = Tensor::empty(g.shape(), g.dtype());
-    dispatch(g.dtype(), [&]<class T>() {
-      const T* yv = y.data<T>();
-      const T* gv = g.data<T>();
-      for_each_row(rows, gv, dx.data<T>(), [&](const T* gr, T* d, int64_t s) {
-        const T* yr = yv + (gr - gv);
-        const bool masked = row_max(yr, rows.n, s) == -std::numeric_limits<T>::infinity();
-        T total = 0;
-        for (int64_t i = 0; i < rows.n; ++i) total += gr[i * s];
-        for (int64_t i = 0; i < rows.n; ++i) {
-          d[i * s] = masked ? T(0) : gr[i * s] - std::exp(yr[i * s]) * total;
-        }
-      });
-    });
-    return std::vector<Tensor>{dx};
+    return std::vector<Tensor>{map_grad_rows(
+        rows, y, g, [](const auto* gr, const auto* yr, auto* d, int64_t n, int64_t s) {
+          using T = std::remove_const_t<std::remove_pointer_t<decltype(gr)>>;
+          const bool masked = row_max(yr, n, s) == -std::numeric_limits<T>::infinity();
+          T total = 0;
+          for (int64_t i = 0; i < n; ++i) total += gr[i * s];
+          for (int64_t i = 0; i < n; ++i) {
+            d[i * s] = masked ? T(0) : gr[i * s] - std::exp(yr[i * s]) * total;
+          }
+        })};
   });
 }
 

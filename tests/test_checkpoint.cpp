@@ -5,7 +5,9 @@
 
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include "tests/test_helpers.h"
 
 #include <bit>
 #include <cstring>
@@ -23,11 +25,11 @@
 namespace gradlab::train {
 namespace {
 
+using testing::expect_identical;
+
 namespace fs = std::filesystem;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 // Distinct, awkward float32 values: negative zero, a denormal, the largest finite value, a NaN
 // with a payload and fractions that are not short decimals.
@@ -68,25 +70,6 @@ CheckpointData sample() {
   data.train.best_metric = 0.8125;
   data.train.best_step = 100;
   return data;
-}
-
-// Same names in the same order, same shapes and dtypes, and the same bytes.
-void expect_identical(const std::vector<nn::NamedTensor>& got,
-                      const std::vector<nn::NamedTensor>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    const Tensor& a = got[i].second;
-    const Tensor& b = want[i].second;
-    EXPECT_EQ(got[i].first, want[i].first);
-    ASSERT_EQ(a.shape(), b.shape()) << want[i].first;
-    ASSERT_EQ(a.dtype(), b.dtype()) << want[i].first;
-    const size_t bytes = static_cast<size_t>(b.numel()) * dtype_size(b.dtype());
-    const void* pa = a.dtype() == DType::Float32 ? static_cast<const void*>(a.data<float>())
-                                                 : static_cast<const void*>(a.data<double>());
-    const void* pb = b.dtype() == DType::Float32 ? static_cast<const void*>(b.data<float>())
-                                                 : static_cast<const void*>(b.data<double>());
-    EXPECT_EQ(std::memcmp(pa, pb, bytes), 0) << want[i].first;
-  }
 }
 
 void expect_same_config(const std::vector<ConfigEntry>& got, const std::vector<ConfigEntry>& want) {

@@ -4,6 +4,8 @@
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
 
+#include "tests/test_helpers.h"
+
 #include <algorithm>
 #include <cmath>
 #include <csignal>
@@ -29,9 +31,7 @@ using testing::run_gradlab;
 using testing::RunOptions;
 using testing::TempDir;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));

@@ -3,6 +3,8 @@
 // the held-out set, and configuration errors.
 #include <gtest/gtest.h>
 
+#include "tests/test_helpers.h"
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -65,9 +67,7 @@ std::string message_of(const std::function<void()>& f) {
   return "";
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 const std::vector<std::string> kTasks = {"copy", "reverse", "sort", "recall"};
 

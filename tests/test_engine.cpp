@@ -3,6 +3,8 @@
 // gradient is derived by hand in the comment above its assertion.
 #include <gtest/gtest.h>
 
+#include "tests/test_helpers.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -21,9 +23,7 @@ void expect_values(const Tensor& t, const Shape& shape, const std::vector<double
   for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(got[i], values[i]) << "at flat index " << i;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 Tensor leaf(std::initializer_list<double> values) {
   return tensor(values, DType::Float64).set_requires_grad();

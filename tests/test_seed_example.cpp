@@ -24,12 +24,9 @@ TEST(SeedExample, AttentionWeightsMatchSeed000) {
   const AttentionTrace trace = seed_example();
   ASSERT_EQ(trace.weights.shape(), (Shape{1, 2, 3, 3}));  // [B, H, Tq, Tk]
   // A^(1) and A^(2) as printed in the seed (4 decimals).
-  const Tensor expected = tensor({{{{0.4011, 0.1978, 0.4011},
-                                    {0.1978, 0.4011, 0.4011},
-                                    {0.2483, 0.2483, 0.5035}},
-                                   {{0.5035, 0.2483, 0.2483},
-                                    {0.2483, 0.5035, 0.2483},
-                                    {0.3333, 0.3333, 0.3333}}}});
+  const Tensor expected =
+      tensor({{{{0.4011, 0.1978, 0.4011}, {0.1978, 0.4011, 0.4011}, {0.2483, 0.2483, 0.5035}},
+               {{0.5035, 0.2483, 0.2483}, {0.2483, 0.5035, 0.2483}, {0.3333, 0.3333, 0.3333}}}});
   EXPECT_TRUE(allclose(trace.weights, expected, 0, 5e-5)) << trace.weights;
 }
 
@@ -61,11 +58,11 @@ TEST(SeedExample, ShapeWalkWithUnequalSizes) {
   const Tensor x = Tensor::randn({2, 5, 12}, gen);
   AttentionTrace trace;
   attn.forward_with_weights(x, x, {}, &trace);
-  EXPECT_EQ(trace.q.shape(), (Shape{2, 5, 12}));            // [B, T, H*D]
-  EXPECT_EQ(trace.q_heads.shape(), (Shape{2, 3, 5, 4}));    // [B, H, T, D]
-  EXPECT_EQ(trace.scores.shape(), (Shape{2, 3, 5, 5}));     // [B, H, Tq, Tk]
+  EXPECT_EQ(trace.q.shape(), (Shape{2, 5, 12}));               // [B, T, H*D]
+  EXPECT_EQ(trace.q_heads.shape(), (Shape{2, 3, 5, 4}));       // [B, H, T, D]
+  EXPECT_EQ(trace.scores.shape(), (Shape{2, 3, 5, 5}));        // [B, H, Tq, Tk]
   EXPECT_EQ(trace.head_outputs.shape(), (Shape{2, 3, 5, 4}));  // [B, H, Tq, D]
-  EXPECT_EQ(trace.output.shape(), (Shape{2, 5, 12}));       // [B, Tq, C]
+  EXPECT_EQ(trace.output.shape(), (Shape{2, 5, 12}));          // [B, Tq, C]
   // Softmax runs along Tk: every query row sums to 1 (not every key column).
   const Tensor row_sums = sum(trace.weights, {-1});
   EXPECT_TRUE(allclose(row_sums, Tensor::ones({2, 3, 5}), 1e-5, 1e-6));

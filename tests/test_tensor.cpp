@@ -3,6 +3,8 @@
 // in the comments next to each assertion.
 #include <gtest/gtest.h>
 
+#include "tests/test_helpers.h"
+
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -30,9 +32,7 @@ std::string printed(const Tensor& t) {
   return out.str();
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 // --- Factories -------------------------------------------------------------------------------
 

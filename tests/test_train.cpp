@@ -4,7 +4,9 @@
 // stream is a function of the seed. Everything runs with one OpenMP thread, the setting under
 // which results are reproducible bit for bit.
 #include <gtest/gtest.h>
+
 #include <omp.h>
+#include "tests/test_helpers.h"
 
 #include <cmath>
 #include <cstdio>
@@ -24,15 +26,15 @@
 namespace gradlab::train {
 namespace {
 
+using testing::expect_identical;
+
 namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::read_text;
 using testing::run_gradlab;
 using testing::TempDir;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 bool same_bits(double a, double b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
@@ -52,25 +54,6 @@ RunConfig small_config(const std::string& model = "decoder", double dropout = 0.
   c.threads = 1;
   finalize(c);
   return c;
-}
-
-// Same names in the same order, same shapes and dtypes, and the same bytes.
-void expect_identical(const std::vector<nn::NamedTensor>& got,
-                      const std::vector<nn::NamedTensor>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    const Tensor& a = got[i].second;
-    const Tensor& b = want[i].second;
-    EXPECT_EQ(got[i].first, want[i].first);
-    ASSERT_EQ(a.shape(), b.shape()) << want[i].first;
-    ASSERT_EQ(a.dtype(), b.dtype()) << want[i].first;
-    const size_t bytes = static_cast<size_t>(b.numel()) * dtype_size(b.dtype());
-    const void* pa = a.dtype() == DType::Float32 ? static_cast<const void*>(a.data<float>())
-                                                 : static_cast<const void*>(a.data<double>());
-    const void* pb = b.dtype() == DType::Float32 ? static_cast<const void*>(b.data<float>())
-                                                 : static_cast<const void*>(b.data<double>());
-    EXPECT_EQ(std::memcmp(pa, pb, bytes), 0) << want[i].first << " differs";
-  }
 }
 
 // Deep copies, so that later training steps do not change the snapshot.

@@ -8,8 +8,14 @@
 
 namespace gradlab::kernels {
 
-// Below this many elements an OpenMP fork costs more than the loop itself.
-constexpr int64_t kParallelThreshold = 1 << 15;
+// Below this many elements an OpenMP fork (and waking a second thread that may be busy
+// elsewhere) costs more than a memory-bound loop gains from it.
+constexpr int64_t kParallelThreshold = 1 << 18;
+// The same for loops of small matrix products, counted in multiply-adds.
+constexpr int64_t kParallelFlops = 1 << 22;
+// Matrix products below this many multiply-adds (about 0.1 ms on one core) run on one
+// thread: splitting them costs more in synchronisation than it saves.
+constexpr int64_t kParallelGemmFlops = 1 << 24;
 
 // out[i] = f(a[i]) over n contiguous elements.
 template <class T, class F>

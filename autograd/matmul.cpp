@@ -2,9 +2,12 @@
 // transposed copy is ever materialised.
 #include "autograd/matmul.h"
 
+#include <omp.h>
+
 #include <Eigen/Core>
 
 #include "autograd/graph.h"
+#include "autograd/kernels.h"
 #include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
 
@@ -52,11 +55,15 @@ Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool tran
   const Shape a_strides = broadcast_strides(batch_of(a.shape()), batch);
   const Shape b_strides = broadcast_strides(batch_of(b.shape()), batch);
   const int64_t count = numel(batch);
+  // One large product: Eigen's own threads. Many products: a thread per product, each GEMM
+  // single-threaded (Eigen never nests). Small work stays on one thread either way.
+  const bool parallel = count * m * n * k > kernels::kParallelGemmFlops;
+  Eigen::setNbThreads(parallel && count == 1 ? omp_get_max_threads() : 1);
   dispatch(a.dtype(), [&]<class T>() {
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
     T* op = out.data<T>();
-#pragma omp parallel for if (count > 1 && count * m * n * k > (1 << 18)) schedule(static)
+#pragma omp parallel for if (parallel && count > 1) schedule(static)
     for (int64_t i = 0; i < count; ++i) {
       int64_t oa = 0, ob = 0, rest = i;
       for (size_t axis = batch.size(); axis-- > 0;) {

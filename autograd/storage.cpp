@@ -80,10 +80,16 @@ Pool& pool() {
 
 Storage::Storage(size_t bytes) : data_(pool().acquire(bucket_size(bytes))), bytes_(bytes) {}
 
-Storage::~Storage() { pool().release(data_, bucket_size(bytes_)); }
+Storage::~Storage() {
+  pool().release(data_, bucket_size(bytes_));
+}
 
-StorageStats storage_stats() { return pool().stats(); }
+StorageStats storage_stats() {
+  return pool().stats();
+}
 
-void release_cached_storage() { pool().clear(); }
+void release_cached_storage() {
+  pool().clear();
+}
 
 }  // namespace gradlab

@@ -142,38 +142,80 @@ int explain_shapes(int64_t B, int64_t T, int64_t C, int64_t H, int64_t KV) {
   return kExitOk;
 }
 
-}  // namespace
-
-int run_explain(const std::vector<std::string>& args) {
-  namespace po = boost::program_options;
-  po::options_description options(
+// The command line: the options and --shapes, split into B, T, C, H[, KV].
+struct ExplainArgs {
+  boost::program_options::options_description options{
       "gradlab explain: multi-head attention step by step\n"
-      "Without options, reproduces the seeds' worked 3x4 example with the real module.\nOptions");
+      "Without options, reproduces the seeds' worked 3x4 example with the real module.\nOptions"};
   std::string shapes;
-  options.add_options()("help,h", "show this help")(
-      "shapes", po::value(&shapes), "B,T,C,H[,KV]: print the shape walk and parameter count");
-  po::variables_map vm;
-  if (const int code = parse_or_usage("explain", args, options, vm); code >= 0) return code;
-  if (shapes.empty()) return explain_example();
+  std::vector<int64_t> sizes;  // empty without --shapes
+};
 
-  std::vector<int64_t> sizes;
-  std::stringstream in(shapes);
+// The element count of dims if it is at most 2^28 (checked factor by factor, so nothing
+// overflows), or -1.
+int64_t bounded_numel(std::initializer_list<int64_t> dims) {
+  constexpr int64_t kLimit = int64_t{1} << 28;
+  int64_t count = 1;
+  for (const int64_t d : dims) {
+    if (d > kLimit || (count *= d) > kLimit) return -1;
+  }
+  return count;
+}
+
+// Parses the flags; returns -1 to go on or an exit code.
+int parse(const std::vector<std::string>& args, ExplainArgs& a) {
+  namespace po = boost::program_options;
+  a.options.add_options()("help,h", "show this help")(
+      "shapes", po::value(&a.shapes), "B,T,C,H[,KV]: print the shape walk and parameter count");
+  po::variables_map vm;
+  if (const int code = parse_or_usage("explain", args, a.options, vm); code >= 0) return code;
+  if (a.shapes.empty()) return -1;
+
+  std::vector<int64_t>& sizes = a.sizes;
+  std::stringstream in(a.shapes);
   for (std::string item; std::getline(in, item, ',');) {
     try {
       size_t used = 0;
       sizes.push_back(std::stoll(item, &used));
       if (used != item.size() || sizes.back() <= 0) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      return usage_error("explain", "--shapes: '" + item + "' is not a positive integer", options);
+      return usage_error("explain", "--shapes: '" + item + "' is not a positive integer",
+                         a.options);
     }
   }
   if (sizes.size() != 4 && sizes.size() != 5) {
-    return usage_error("explain", "--shapes expects B,T,C,H or B,T,C,H,KV", options);
+    return usage_error("explain", "--shapes expects B,T,C,H or B,T,C,H,KV", a.options);
   }
+  // The walk is a real forward pass: refuse sizes whose input [B,T,C], scores [B,H,T,T] or
+  // weights [C,C] would not fit, instead of overflowing the element count or the memory.
+  const int64_t B = sizes[0], T = sizes[1], C = sizes[2], H = sizes[3];
+  if (bounded_numel({B, T, C}) < 0 || bounded_numel({B, H, T, T}) < 0 ||
+      bounded_numel({C, C}) < 0) {
+    return usage_error("explain",
+                       "--shapes " + a.shapes +
+                           ": too large for the walk ([B,T,C], [B,H,T,T] and [C,C] must each "
+                           "have at most 2^28 elements)",
+                       a.options);
+  }
+  return -1;
+}
+
+}  // namespace
+
+int parse_explain(const std::vector<std::string>& args) {
+  ExplainArgs a;
+  return parse(args, a);
+}
+
+int run_explain(const std::vector<std::string>& args) {
+  ExplainArgs a;
+  if (const int code = parse(args, a); code >= 0) return code;
+  if (a.sizes.empty()) return explain_example();
+  const std::vector<int64_t>& sizes = a.sizes;
   try {
     return explain_shapes(sizes[0], sizes[1], sizes[2], sizes[3], sizes.size() == 5 ? sizes[4] : 0);
   } catch (const ConfigError& e) {
-    return usage_error("explain", e.what(), options);
+    return usage_error("explain", e.what(), a.options);
   }
 }
 

@@ -11,13 +11,15 @@
 
 namespace gradlab::train {
 
-int run_gradcheck(const std::vector<std::string>& args) {
-  namespace po = boost::program_options;
+namespace {
+
+namespace po = boost::program_options;
+
+// Parses the flags into only and seed; returns -1 to go on or an exit code.
+int parse(const std::vector<std::string>& args, std::string& only, uint64_t& seed) {
   po::options_description options(
       "gradlab gradcheck: compare analytic gradients with central "
       "differences in float64\nOptions");
-  std::string only;
-  uint64_t seed = 0;
   options.add_options()("help,h", "show this help")(
       "op", po::value(&only), "check only this op or module (default: all of them)")(
       "seed", po::value(&seed)->default_value(0), "seed for the random inputs");
@@ -30,6 +32,21 @@ int run_gradcheck(const std::vector<std::string>& args) {
                      std::any_of(nn::module_checks().begin(), nn::module_checks().end(),
                                  [&](const nn::ModuleCheck& c) { return c.name == only; });
   if (!known) return usage_error("gradcheck", "unknown op or module '" + only + "'", options);
+  return -1;
+}
+
+}  // namespace
+
+int parse_gradcheck(const std::vector<std::string>& args) {
+  std::string only;
+  uint64_t seed = 0;
+  return parse(args, only, seed);
+}
+
+int run_gradcheck(const std::vector<std::string>& args) {
+  std::string only;
+  uint64_t seed = 0;
+  if (const int code = parse(args, only, seed); code >= 0) return code;
 
   bool all_passed = true;
   std::printf("%-24s %-34s %12s %12s  %s\n", "op", "input shapes", "max abs err", "max rel err",

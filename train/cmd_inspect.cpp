@@ -41,18 +41,63 @@ std::string join(const std::vector<int64_t>& tokens) {
   return out;
 }
 
+// The command line of eval, predict or attention: the options and the values bound to them.
+struct CheckpointArgs {
+  explicit CheckpointArgs(const char* caption) : options(caption) {}
+  po::options_description options;
+  std::string checkpoint, input, out;
+  int64_t threads = 1;
+  po::variables_map vm;
+};
+
+constexpr const char* kEvalCaption =
+    "gradlab eval: metrics of a checkpoint on the held-out set\nOptions";
+constexpr const char* kPredictCaption =
+    "gradlab predict: greedy autoregressive decoding of one prompt\nOptions";
+constexpr const char* kAttentionCaption =
+    "gradlab attention: attention weights of every layer and head for one prompt\nOptions";
+
 // Parses --checkpoint (required) plus extra options; returns -1 to go on or an exit code.
 int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
-                          po::options_description& options, std::string& checkpoint,
-                          po::variables_map& vm) {
-  int64_t threads = 1;
-  options.add_options()("help,h", "show this help")(
-      "checkpoint", po::value(&checkpoint)->required(), "checkpoint file (.h5)")(
-      "threads", po::value(&threads)->default_value(1), "OpenMP threads");
-  if (const int code = parse_or_usage(command, args, options, vm); code >= 0) return code;
-  if (threads < 1) return usage_error(command, "--threads must be positive", options);
-  omp_set_num_threads(static_cast<int>(threads));
+                          CheckpointArgs& a) {
+  a.options.add_options()("help,h", "show this help")(
+      "checkpoint", po::value(&a.checkpoint)->required(), "checkpoint file (.h5)")(
+      "threads", po::value(&a.threads)->default_value(1), "OpenMP threads");
+  if (const int code = parse_or_usage(command, args, a.options, a.vm); code >= 0) return code;
+  if (a.threads < 1) return usage_error(command, "--threads must be positive", a.options);
   return -1;
+}
+
+int parse_eval(const std::vector<std::string>& args, CheckpointArgs& a) {
+  return parse_with_checkpoint("eval", args, a);
+}
+
+int parse_predict(const std::vector<std::string>& args, CheckpointArgs& a) {
+  a.options.add_options()("input", po::value(&a.input)->required(),
+                          "prompt tokens, e.g. \"3 1 4 1 5 9 2 6 5 3\"");
+  return parse_with_checkpoint("predict", args, a);
+}
+
+int parse_attention(const std::vector<std::string>& args, CheckpointArgs& a) {
+  a.options.add_options()("input", po::value(&a.input)->required(), "prompt tokens")(
+      "out", po::value(&a.out)->required(), "output HDF5 file");
+  return parse_with_checkpoint("attention", args, a);
+}
+
+// The command line of inspect.
+struct InspectArgs {
+  po::options_description options{
+      "gradlab inspect: configuration and parameters of a checkpoint\nOptions"};
+  std::string path;
+  po::variables_map vm;
+};
+
+int parse_inspect(const std::vector<std::string>& args, InspectArgs& a) {
+  a.options.add_options()("help,h", "show this help")(
+      "checkpoint", po::value(&a.path)->required(), "checkpoint file (.h5)");
+  po::positional_options_description positional;
+  positional.add("checkpoint", 1);
+  return parse_or_usage("inspect", args, a.options, a.vm, &positional);
 }
 
 // Reads --input as the task's prompt; returns -1 to go on or a usage exit code.
@@ -72,14 +117,31 @@ int read_prompt(const std::string& command, const std::string& input, const data
 
 }  // namespace
 
+int parse_eval(const std::vector<std::string>& args) {
+  CheckpointArgs a(kEvalCaption);
+  return parse_eval(args, a);
+}
+
+int parse_predict(const std::vector<std::string>& args) {
+  CheckpointArgs a(kPredictCaption);
+  return parse_predict(args, a);
+}
+
+int parse_attention(const std::vector<std::string>& args) {
+  CheckpointArgs a(kAttentionCaption);
+  return parse_attention(args, a);
+}
+
+int parse_inspect(const std::vector<std::string>& args) {
+  InspectArgs a;
+  return parse_inspect(args, a);
+}
+
 int run_eval(const std::vector<std::string>& args) {
-  po::options_description options(
-      "gradlab eval: metrics of a checkpoint on the held-out set\nOptions");
-  std::string checkpoint;
-  po::variables_map vm;
-  if (int code = parse_with_checkpoint("eval", args, options, checkpoint, vm); code >= 0) {
-    return code;
-  }
+  CheckpointArgs a(kEvalCaption);
+  if (int code = parse_eval(args, a); code >= 0) return code;
+  omp_set_num_threads(static_cast<int>(a.threads));
+  const std::string& checkpoint = a.checkpoint;
   const auto trainer = load_trainer(checkpoint);
   const Metrics m = trainer->evaluate();
   std::printf(
@@ -92,18 +154,12 @@ int run_eval(const std::vector<std::string>& args) {
 }
 
 int run_predict(const std::vector<std::string>& args) {
-  po::options_description options(
-      "gradlab predict: greedy autoregressive decoding of one prompt\nOptions");
-  std::string checkpoint, input;
-  options.add_options()("input", po::value(&input)->required(),
-                        "prompt tokens, e.g. \"3 1 4 1 5 9 2 6 5 3\"");
-  po::variables_map vm;
-  if (int code = parse_with_checkpoint("predict", args, options, checkpoint, vm); code >= 0) {
-    return code;
-  }
-  const auto trainer = load_trainer(checkpoint);
+  CheckpointArgs a(kPredictCaption);
+  if (int code = parse_predict(args, a); code >= 0) return code;
+  omp_set_num_threads(static_cast<int>(a.threads));
+  const auto trainer = load_trainer(a.checkpoint);
   std::vector<int64_t> prompt;
-  if (int code = read_prompt("predict", input, trainer->task(), options, prompt); code >= 0) {
+  if (int code = read_prompt("predict", a.input, trainer->task(), a.options, prompt); code >= 0) {
     return code;
   }
   const std::vector<int64_t> output = trainer->greedy_answer(prompt);
@@ -115,18 +171,14 @@ int run_predict(const std::vector<std::string>& args) {
 }
 
 int run_attention(const std::vector<std::string>& args) {
-  po::options_description options(
-      "gradlab attention: attention weights of every layer and head for one prompt\nOptions");
-  std::string checkpoint, input, out;
-  options.add_options()("input", po::value(&input)->required(), "prompt tokens")(
-      "out", po::value(&out)->required(), "output HDF5 file");
-  po::variables_map vm;
-  if (int code = parse_with_checkpoint("attention", args, options, checkpoint, vm); code >= 0) {
-    return code;
-  }
-  const auto trainer = load_trainer(checkpoint);
+  CheckpointArgs a(kAttentionCaption);
+  if (int code = parse_attention(args, a); code >= 0) return code;
+  omp_set_num_threads(static_cast<int>(a.threads));
+  const std::string& out = a.out;
+  const auto trainer = load_trainer(a.checkpoint);
   std::vector<int64_t> prompt;
-  if (int code = read_prompt("attention", input, trainer->task(), options, prompt); code >= 0) {
+  if (int code = read_prompt("attention", a.input, trainer->task(), a.options, prompt);
+      code >= 0) {
     return code;
   }
   // The model reads prompt, separator and its own greedy answer (minus the last token), as in
@@ -153,15 +205,9 @@ int run_attention(const std::vector<std::string>& args) {
 }
 
 int run_inspect(const std::vector<std::string>& args) {
-  po::options_description options(
-      "gradlab inspect: configuration and parameters of a checkpoint\nOptions");
-  std::string path;
-  options.add_options()("help,h", "show this help")("checkpoint", po::value(&path)->required(),
-                                                    "checkpoint file (.h5)");
-  po::positional_options_description positional;
-  positional.add("checkpoint", 1);
-  po::variables_map vm;
-  if (int code = parse_or_usage("inspect", args, options, vm, &positional); code >= 0) return code;
+  InspectArgs a;
+  if (int code = parse_inspect(args, a); code >= 0) return code;
+  const std::string& path = a.path;
   const CheckpointData data = read_checkpoint(path);
   std::printf("%s: step %lld, optimizer step %lld, best exact match %.4f (step %lld)\n\nconfig:\n",
               path.c_str(), static_cast<long long>(data.train.step),

@@ -170,6 +170,11 @@ int parse(const std::vector<std::string>& args, Options& opts) {
 
 }  // namespace
 
+int parse_train(const std::vector<std::string>& args) {
+  Options opts;
+  return parse(args, opts);
+}
+
 int run_train(const std::vector<std::string>& args) {
   Options opts;
   if (const int code = parse(args, opts); code >= 0) return code;

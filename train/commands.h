@@ -19,4 +19,17 @@ int run_predict(const std::vector<std::string>& args);
 int run_attention(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 
+// The same command lines, parsed and validated exactly as run_<command> does before it starts
+// its work, and no further (for the command-line fuzzer): returns the exit code run_<command>
+// returns at that point, 0 after --help or 2 after a usage error, or -1 when it would go on.
+// Nothing is trained, loaded, written or printed to stdout except --help; parse_train reads a
+// --config file and a --resume checkpoint, as run_train does while parsing.
+int parse_gradcheck(const std::vector<std::string>& args);
+int parse_explain(const std::vector<std::string>& args);
+int parse_train(const std::vector<std::string>& args);
+int parse_eval(const std::vector<std::string>& args);
+int parse_predict(const std::vector<std::string>& args);
+int parse_attention(const std::vector<std::string>& args);
+int parse_inspect(const std::vector<std::string>& args);
+
 }  // namespace gradlab::train

@@ -25,6 +25,15 @@ int64_t argmax_row(const float* logits, int64_t row, int64_t vocab) {
   return best;
 }
 
+// Rows [start, start + count) of a [B, T] index array (an empty array stays empty).
+Indices rows_of(const Indices& batch, int64_t start, int64_t count) {
+  if (batch.shape.empty()) return batch;
+  const int64_t length = batch.shape[1];
+  return Indices({count, length},
+                 std::vector<int64_t>(batch.values.begin() + start * length,
+                                      batch.values.begin() + (start + count) * length));
+}
+
 }  // namespace
 
 Trainer::Trainer(const RunConfig& config) : config_(config), task_(config.task) {
@@ -74,35 +83,47 @@ StepResult Trainer::train_step() {
   return result;
 }
 
-Metrics Trainer::score(const Tensor& logits, const Indices& targets) {
+void Trainer::tally(const Tensor& logits, const Indices& targets, Tally& t) {
   const Tensor probs = logits.to(DType::Float32);
   const int64_t rows = targets.shape[0], length = targets.shape[1], vocab = logits.size(-1);
-  int64_t counted = 0, correct = 0, exact = 0;
+  int64_t counted = 0;
   for (int64_t r = 0; r < rows; ++r) {
     bool all_right = true;
-    for (int64_t t = 0; t < length; ++t) {
-      const int64_t target = targets.values[r * length + t];
+    for (int64_t i = 0; i < length; ++i) {
+      const int64_t target = targets.values[r * length + i];
       if (target == data::kIgnore) continue;
-      const bool right = argmax_row(probs.data<float>(), r * length + t, vocab) == target;
+      const bool right = argmax_row(probs.data<float>(), r * length + i, vocab) == target;
       ++counted;
-      correct += right;
+      t.correct += right;
       all_right = all_right && right;
     }
-    exact += all_right;
+    t.exact += all_right;
   }
-  Metrics m;
-  m.token_accuracy = counted ? static_cast<double>(correct) / counted : 0;
-  m.exact_match = rows ? static_cast<double>(exact) / rows : 0;
-  return m;
+  t.rows += rows;
+  t.counted += counted;
+  // cross_entropy is the mean over this chunk's counted targets; weight it back to a sum.
+  t.loss_sum += cross_entropy(logits, targets, data::kIgnore).item() * static_cast<double>(counted);
 }
 
 Metrics Trainer::evaluate() {
   NoGradGuard no_grad;
   module_->eval();
-  const Tensor logits = forward(heldout_);
-  Metrics m = score(logits, heldout_.targets);
-  m.loss = cross_entropy(logits, heldout_.targets, data::kIgnore).item();
+  // In chunks of the training batch size: the same buffer sizes as a training step, so the
+  // storage pool serves them and peak memory stays that of training.
+  Tally t;
+  const int64_t rows = heldout_.targets.shape[0];
+  for (int64_t start = 0; start < rows; start += config_.batch_size) {
+    const int64_t count = std::min(config_.batch_size, rows - start);
+    const ModelBatch chunk{rows_of(heldout_.source, start, count),
+                           rows_of(heldout_.inputs, start, count),
+                           rows_of(heldout_.targets, start, count)};
+    tally(forward(chunk), chunk.targets, t);
+  }
   module_->train();
+  Metrics m;
+  m.loss = t.counted ? t.loss_sum / static_cast<double>(t.counted) : 0;
+  m.token_accuracy = t.counted ? static_cast<double>(t.correct) / t.counted : 0;
+  m.exact_match = t.rows ? static_cast<double>(t.exact) / t.rows : 0;
   return m;
 }
 

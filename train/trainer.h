@@ -68,7 +68,12 @@ class Trainer {
 
  private:
   ModelBatch training_batch(int64_t step) const;
-  static Metrics score(const Tensor& logits, const Indices& targets);
+  // Counts over held-out chunks.
+  struct Tally {
+    int64_t rows = 0, counted = 0, correct = 0, exact = 0;
+    double loss_sum = 0;
+  };
+  static void tally(const Tensor& logits, const Indices& targets, Tally& t);
 
   RunConfig config_;
   data::Task task_;

@@ -1,6 +1,6 @@
 // Micro-benchmarks of the autograd engine: GEMM throughput, softmax, and one small
 // forward+backward graph. Run through scripts/bench.sh; pass Google Benchmark flags such as
-// --benchmark_filter=Matmul or --benchmark_format=json.
+// --benchmark_filter=Matmul or --benchmark_format=json (main() is in bench_main.cpp).
 //
 // Kernels may use OpenMP threads, so every benchmark measures wall-clock time (UseRealTime):
 // CPU time would add up the threads and understate throughput.
@@ -81,4 +81,3 @@ void BM_GraphForwardBackward(benchmark::State& state) {
 BENCHMARK(BM_GraphForwardBackward)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
-

@@ -75,10 +75,10 @@ void BM_TrainStep(benchmark::State& state) {
   const auto& n = config.net;
   if (config.model != "decoder" || config.task.name != "copy" || n.d_model != spec.d_model ||
       n.num_heads != spec.heads || n.num_layers != spec.layers || n.d_ff != spec.d_ff ||
-      n.vocab_size != spec.vocab || n.max_len != spec.max_len || n.dropout != 0.0 ||
-      !n.pre_norm || !n.learned_positions || config.batch_size != spec.batch ||
-      config.clip_norm != spec.clip || config.optimizer.name != "adamw" ||
-      config.schedule.lr != spec.lr || config.schedule.warmup_steps != spec.warmup) {
+      n.vocab_size != spec.vocab || n.max_len != spec.max_len || n.dropout != 0.0 || !n.pre_norm ||
+      !n.learned_positions || config.batch_size != spec.batch || config.clip_norm != spec.clip ||
+      config.optimizer.name != "adamw" || config.schedule.lr != spec.lr ||
+      config.schedule.warmup_steps != spec.warmup) {
     state.SkipWithError("gradlab's default RunConfig no longer matches bench_shared.h CopySpec");
     return;
   }
@@ -93,8 +93,8 @@ void BM_TrainStep(benchmark::State& state) {
   }
   for (size_t i = 0; i < specs.size(); ++i) {
     if (named[i].first != specs[i].name || named[i].second.shape() != specs[i].shape) {
-      state.SkipWithError(("parameter " + named[i].first + " does not match " + specs[i].name)
-                              .c_str());
+      state.SkipWithError(
+          ("parameter " + named[i].first + " does not match " + specs[i].name).c_str());
       return;
     }
     set_values(named[i].second, gb::initial_values(specs[i]));

@@ -43,8 +43,8 @@ class SplitMix {
   explicit SplitMix(uint64_t seed) : state_(seed) {}
   uint64_t next() { return splitmix64(state_); }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double normal() {                                                            // Box-Muller
-    const double u1 = 1.0 - uniform();                                         // (0, 1]
+  double normal() {                                                           // Box-Muller
+    const double u1 = 1.0 - uniform();                                        // (0, 1]
     const double u2 = uniform();
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
   }
@@ -95,7 +95,7 @@ inline int64_t mha_iterations(const MhaShape& s) {
   if (work < 1'000'000) return 400;
   if (work < 100'000'000) return 30;
   if (work < 500'000'000) return 10;
-  return 4;
+  return 3;
 }
 
 // Inputs, parameters (nn.Linear layout: W [out, in], b [out]) and the fixed upstream gradient.
@@ -126,14 +126,18 @@ inline MhaData mha_data(const MhaShape& s) {
 // Workload 4: square float32 matmul
 
 inline constexpr std::array<int64_t, 4> kMatmulSizes{256, 512, 1024, 2048};
-inline std::string matmul_name(int64_t n) { return "matmul/N" + std::to_string(n); }
+inline std::string matmul_name(int64_t n) {
+  return "matmul/N" + std::to_string(n);
+}
 inline int64_t matmul_iterations(int64_t n) {
   if (n <= 256) return 200;
   if (n <= 512) return 40;
   if (n <= 1024) return 8;
-  return 3;
+  return 2;
 }
-inline double matmul_flops(int64_t n) { return 2.0 * static_cast<double>(n * n) * static_cast<double>(n); }
+inline double matmul_flops(int64_t n) {
+  return 2.0 * static_cast<double>(n * n) * static_cast<double>(n);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Workloads 2 and 3: the default copy-task model and run (gradlab's RunConfig defaults)
@@ -161,9 +165,15 @@ struct CopySpec {
 };
 inline constexpr int64_t kIgnore = -100;
 
-inline const char* train_step_name() { return "train_step/copy_default"; }
-inline int64_t train_step_iterations() { return 20; }
-inline int64_t train_step_warmup() { return 3; }
+inline const char* train_step_name() {
+  return "train_step/copy_default";
+}
+inline int64_t train_step_iterations() {
+  return 20;
+}
+inline int64_t train_step_warmup() {
+  return 3;
+}
 
 // gradlab's constant schedule: linear warm-up lr * s / warmup for s < warmup, then lr.
 inline double learning_rate(const CopySpec& c, int64_t step) {

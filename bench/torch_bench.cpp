@@ -132,9 +132,8 @@ class CopyModel {
     pos_ = next();
     for (int64_t l = 0; l < c.layers; ++l) {
       Block b;
-      for (torch::Tensor* t : {&b.ln1_w, &b.ln1_b, &b.wq, &b.bq, &b.wk, &b.bk, &b.wv, &b.bv,
-                               &b.wo, &b.bo, &b.ln2_w, &b.ln2_b, &b.fc1_w, &b.fc1_b, &b.fc2_w,
-                               &b.fc2_b}) {
+      for (torch::Tensor* t : {&b.ln1_w, &b.ln1_b, &b.wq, &b.bq, &b.wk, &b.bk, &b.wv, &b.bv, &b.wo,
+                               &b.bo, &b.ln2_w, &b.ln2_b, &b.fc1_w, &b.fc1_b, &b.fc2_w, &b.fc2_b}) {
         *t = next();
       }
       blocks_.push_back(b);
@@ -147,10 +146,7 @@ class CopyModel {
 
     auto options = [&](double wd) {
       return std::make_unique<torch::optim::AdamWOptions>(
-          torch::optim::AdamWOptions(c.lr)
-              .betas({c.beta1, c.beta2})
-              .eps(c.eps)
-              .weight_decay(wd));
+          torch::optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps).weight_decay(wd));
     };
     std::vector<torch::optim::OptimizerParamGroup> groups;
     groups.emplace_back(decay, options(c.weight_decay));
@@ -177,9 +173,8 @@ class CopyModel {
     const torch::Tensor targets = tokens(batch.targets, batch.rows, batch.length);
     optimizer_->zero_grad();
     const torch::Tensor logits = forward(inputs);
-    torch::Tensor loss =
-        F::cross_entropy(logits.view({-1, c_.vocab}), targets.view({-1}),
-                         F::CrossEntropyFuncOptions().ignore_index(gb::kIgnore));
+    torch::Tensor loss = F::cross_entropy(logits.view({-1, c_.vocab}), targets.view({-1}),
+                                          F::CrossEntropyFuncOptions().ignore_index(gb::kIgnore));
     loss.backward();
     torch::nn::utils::clip_grad_norm_(params_, c_.clip);
     const double lr = gb::learning_rate(c_, step);
@@ -261,9 +256,10 @@ int copy_run() {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("{\"steps\": %lld, \"seconds\": %.4f, \"exact_match\": %.4f, \"loss\": %.5f, "
-              "\"reached\": %s}\n",
-              static_cast<long long>(step), seconds, exact, loss, reached ? "true" : "false");
+  std::printf(
+      "{\"steps\": %lld, \"seconds\": %.4f, \"exact_match\": %.4f, \"loss\": %.5f, "
+      "\"reached\": %s}\n",
+      static_cast<long long>(step), seconds, exact, loss, reached ? "true" : "false");
   return reached ? 0 : 3;
 }
 

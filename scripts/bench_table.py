@@ -21,6 +21,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -306,11 +307,25 @@ def main():
     p.add_argument("--markdown", help="write the generated section here")
     p.add_argument("--doc", help="replace the generated section of this file (BENCHMARKS.md)")
     p.add_argument("--no-doc", action="store_true", help="ignore --doc")
+    p.add_argument("--from-json", metavar="FILE",
+                   help="run nothing: render the table of an earlier --json file")
     args = p.parse_args()
     if args.no_doc:
         args.doc = None
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        publish(args, saved["meta"], saved["results"])
+        return
 
     runner = Runner(args)
+    try:
+        run_all(args, runner)
+    finally:
+        shutil.rmtree(runner.scratch, ignore_errors=True)
+
+
+def run_all(args, runner):
     threads_list = [int(t) for t in args.threads.split(",") if t]
     model, cores = lscpu_model()
     started = datetime.datetime.now().astimezone()
@@ -336,31 +351,48 @@ def main():
             for e in runner.engines()[1:]:
                 msg += f"  libtorch[{e}] {time_cell(r[e])}"
             log(msg)
-    elapsed = time.perf_counter() - t0
-    load_end = loadavg()
+    meta = {"started": started.isoformat(), "elapsed": time.perf_counter() - t0,
+            "revision": git_revision(), "machine": model, "cpus": cores,
+            "load_start": load_start, "load_end": loadavg(), "have_torch": runner.have_torch,
+            "probe": runner.probe, "tuned_env": getattr(runner, "tuned_settings", {}),
+            "reps": args.reps, "copy_reps": args.copy_reps}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "results": results}, f, indent=1)
+    publish(args, meta, results)
+    log(f"bench: done in {meta['elapsed'] / 60:.1f} min")
 
-    rows, details, warnings = build_rows(results, runner.have_torch)
+
+def render(meta, results):
+    """The generated section of BENCHMARKS.md (and the table, for the terminal)."""
+    rows, details, warnings = build_rows(results, meta["have_torch"])
     table = markdown_table(HEADER, rows)
-    print()
-    print(table)
-    for w in warnings:
-        log("bench: warning: outputs differ: " + w)
-
-    probe = runner.probe.get("tuned") or {}
-    tuned = getattr(runner, "tuned_settings", {})
+    started = datetime.datetime.fromisoformat(meta["started"])
+    cores = meta["cpus"] or 1
     section = [
-        f"Measured {started:%Y-%m-%d %H:%M %Z} by `./scripts/bench.sh` in {elapsed / 60:.1f} min.",
+        f"Measured {started:%Y-%m-%d %H:%M %Z} by `./scripts/bench.sh` in "
+        f"{meta['elapsed'] / 60:.1f} min.",
         "",
-        f"- gradlab: commit `{git_revision()}` (`-dirty`: with uncommitted changes), Release build.",
-        f"- Machine: {model}, {cores} CPUs; load average {load_start:.1f} at the start, "
-        f"{load_end:.1f} at the end (above 0 means other work shared the CPUs).",
+        f"- gradlab: commit `{meta['revision']}` (`-dirty`: with uncommitted changes), "
+        "Release build.",
+        f"- Machine: {meta['machine']}, {meta['cpus']} CPUs; load average "
+        f"{meta['load_start']:.1f} at the start, {meta['load_end']:.1f} at the end (above 0 "
+        "means other work shared the CPUs).",
     ]
-    if runner.have_torch:
+    if max(meta["load_start"], meta["load_end"]) > 0.5 * cores:
+        section += [
+            f"- **The machine was busy** (load average up to "
+            f"{max(meta['load_start'], meta['load_end']):.1f} on {cores} CPUs): other work took "
+            "CPU time from both engines, two-thread runs most (a descheduled OpenMP thread "
+            "stalls every parallel region). Re-run on an idle machine before quoting ratios."]
+    if meta["have_torch"]:
+        probe, tuned = meta["probe"].get("tuned") or {}, meta["tuned_env"]
+        as_is_core = (meta["probe"].get("as-is") or {}).get("openblas_core") or "?"
         section += [
             f"- libtorch {probe.get('torch', '?')}; BLAS used by libtorch: "
             f"`{os.path.basename(probe.get('blas', '?'))}`"
-            + (f" (OpenBLAS core {runner.probe['as-is'].get('openblas_core') or '?'} as-is, "
-               f"{probe.get('openblas_core') or '?'} tuned)" if probe.get("openblas_core") else "")
+            + (f" (OpenBLAS core {as_is_core} as-is, {probe.get('openblas_core') or '?'} tuned)"
+               if probe.get("openblas_core") else "")
             + ".",
             "- libtorch environments: as-is = the environment unchanged; tuned = "
             + ", ".join(f"`{k}={v}`" for k, v in tuned.items())
@@ -368,8 +400,8 @@ def main():
             + ". The table quotes the faster (column *libtorch env*).",
         ]
     section += [
-        f"- {args.reps} process runs per engine and workload ({args.copy_reps} for the copy run), "
-        "alternating engines; median ± half the min–max range.",
+        f"- {meta['reps']} process runs per engine and workload ({meta['copy_reps']} for the "
+        "copy run), alternating engines; median ± half the min–max range.",
         "",
         table,
     ]
@@ -379,16 +411,18 @@ def main():
         section += ["", "<details><summary>libtorch in both environments</summary>", "",
                     markdown_table(["workload", "threads", "as-is", "tuned"], details), "",
                     "</details>"]
-    text = "\n".join(section) + "\n"
+    return "\n".join(section) + "\n", table, warnings
 
+
+def publish(args, meta, results):
+    text, table, warnings = render(meta, results)
+    print()
+    print(table)
+    for w in warnings:
+        log("bench: warning: outputs differ: " + w)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"started": started.isoformat(), "machine": model, "cpus": cores,
-                       "load_start": load_start, "load_end": load_end, "probe": runner.probe,
-                       "tuned_env": tuned, "results": results}, f, indent=1)
     if args.doc:
         begin, end = "<!-- bench:begin (generated by scripts/bench.sh) -->", "<!-- bench:end -->"
         with open(args.doc) as f:
@@ -399,7 +433,6 @@ def main():
         with open(args.doc, "w") as f:
             f.write(doc[:i + len(begin)] + "\n" + text + doc[j:])
         log(f"bench: updated {args.doc}")
-    log(f"bench: done in {elapsed / 60:.1f} min")
 
 
 if __name__ == "__main__":

@@ -102,9 +102,9 @@ def plot(layers, title, out_path):
     cols = max(w.shape[0] for _, w, _, _ in layers)
     longest = max(max(w.shape[1], w.shape[2]) for _, w, _, _ in layers)
     cell = min(3.2, max(2.2, 0.14 * longest + 0.4))  # inches per heatmap
-    fig, axes = plt.subplots(rows, cols, figsize=(cols * cell + 1.2, rows * cell + 0.8),
-                             squeeze=False)
-    fontsize = 7 if longest <= 16 else 6 if longest <= 24 else 5
+    fig, axes = plt.subplots(rows, cols, figsize=(cols * cell + 1.2, rows * (cell + 0.35) + 0.8),
+                             squeeze=False, layout="constrained")
+    fontsize = 8 if longest <= 12 else 7 if longest <= 24 else 6 if longest <= 40 else 5
     image = None
     for r, (prefix, weights, queries, keys) in enumerate(layers):
         for h in range(cols):
@@ -124,7 +124,7 @@ def plot(layers, title, out_path):
                 ax.set_xlabel("key token", fontsize=8)
             if h == 0:
                 ax.set_ylabel("query token", fontsize=8)
-    bar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.025, pad=0.02)
+    bar = fig.colorbar(image, ax=axes, fraction=0.025, pad=0.02)
     bar.set_label("attention weight")
     fig.suptitle(title)
     try:

@@ -422,40 +422,66 @@ H5::H5File open_hdf5(const std::string& path) {
 
 // ---- Reading: links -----------------------------------------------------------------------
 
-// Creation order if the group indexes it (get_order reads the links' or the attributes' flags),
-// name order otherwise.
-H5_index_t member_index(const H5::Group& group, herr_t (*get_order)(hid_t, unsigned*)) {
+// Whether the group indexes its members by creation order (get_order reads the links' or the
+// attributes' flags).
+bool creation_order_indexed(const H5::Group& group, herr_t (*get_order)(hid_t, unsigned*)) {
   const Handle gcpl(checked(H5Gget_create_plist(group.getId()), "H5Gget_create_plist"), H5Pclose);
   unsigned flags = 0;
   checked(get_order(gcpl.get(), &flags), "H5Pget_creation_order");
-  return (flags & H5P_CRT_ORDER_INDEXED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
+  return (flags & H5P_CRT_ORDER_INDEXED) != 0;
 }
 
-herr_t collect_link(hid_t, const char* name, const H5L_info_t*, void* out) {
-  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+// A member's name and, when the file records it, its creation order.
+struct Member {
+  bool has_order = false;
+  int64_t order = 0;
+  std::string name;
+};
+
+herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* out) {
+  static_cast<std::vector<Member>*>(out)->push_back({info->corder_valid > 0, info->corder, name});
   return 0;
 }
 
-herr_t collect_attr(hid_t, const char* name, const H5A_info_t*, void* out) {
-  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+herr_t collect_attr(hid_t, const char* name, const H5A_info_t* info, void* out) {
+  static_cast<std::vector<Member>*>(out)->push_back({info->corder_valid > 0, info->corder, name});
   return 0;
 }
 
-// Member names in creation order when the file tracks it, name order otherwise.
-std::vector<std::string> link_names(const H5::Group& group) {
+// The names in creation order when the group indexes it, name order otherwise.
+//
+// HDF5 lists the members in its native order (a walk of the name index), and they are sorted
+// here. Asking HDF5 for creation order instead makes HDF5 1.10 copy every member into a table
+// sized by a count read from the file first, and when that count is larger than the number of
+// members (a damaged B-tree header), it frees table entries it never filled: a crash inside
+// H5Literate, found by fuzzing (fuzz/README.md). The native walk reports such a file as an error.
+std::vector<std::string> sorted_names(std::vector<Member> members, bool by_creation_order) {
+  by_creation_order = by_creation_order && std::all_of(members.begin(), members.end(),
+                                                       [](const Member& m) { return m.has_order; });
+  std::sort(members.begin(), members.end(), [&](const Member& a, const Member& b) {
+    if (by_creation_order && a.order != b.order) return a.order < b.order;
+    return a.name < b.name;
+  });
   std::vector<std::string> names;
-  checked(H5Literate(group.getId(), member_index(group, H5Pget_link_creation_order), H5_ITER_INC,
-                     nullptr, collect_link, &names),
-          "H5Literate");
+  for (Member& m : members) names.push_back(std::move(m.name));
   return names;
+}
+
+std::vector<std::string> link_names(const H5::Group& group) {
+  std::vector<Member> members;
+  checked(H5Literate(group.getId(), H5_INDEX_NAME, H5_ITER_NATIVE, nullptr, collect_link, &members),
+          "H5Literate");
+  return sorted_names(std::move(members),
+                      creation_order_indexed(group, H5Pget_link_creation_order));
 }
 
 std::vector<std::string> attr_names(const H5::Group& group) {
-  std::vector<std::string> names;
-  checked(H5Aiterate2(group.getId(), member_index(group, H5Pget_attr_creation_order), H5_ITER_INC,
-                      nullptr, collect_attr, &names),
-          "H5Aiterate2");
-  return names;
+  std::vector<Member> members;
+  checked(
+      H5Aiterate2(group.getId(), H5_INDEX_NAME, H5_ITER_NATIVE, nullptr, collect_attr, &members),
+      "H5Aiterate2");
+  return sorted_names(std::move(members),
+                      creation_order_indexed(group, H5Pget_attr_creation_order));
 }
 
 const char* object_kind(H5O_type_t type) {
@@ -654,8 +680,10 @@ Tensor read_tensor(const Source& source, const std::string& item, const H5::Grou
     const H5::DataSet dataset = group.openDataSet(name);
     const DType dtype = dataset_dtype(source.path, item, dataset);
     const Shape shape = dataset_shape(source.path, item, dataset);
+    // Storage first, allocation second: a small file must not get a 2 GiB tensor allocated for a
+    // contiguous dataset it does not hold (found by fuzzing with a lower malloc limit).
+    check_storage(source, item, dataset, static_cast<hsize_t>(numel(shape)) * dtype_size(dtype));
     Tensor tensor = Tensor::empty(shape, dtype);
-    check_storage(source, item, dataset, static_cast<hsize_t>(tensor.numel()) * dtype_size(dtype));
     if (tensor.numel() == 0) return tensor;
     dispatch(dtype, [&]<class T>() { dataset.read(tensor.data<T>(), native_type<T>()); });
     return tensor;

@@ -93,8 +93,8 @@ struct InspectArgs {
 };
 
 int parse_inspect(const std::vector<std::string>& args, InspectArgs& a) {
-  a.options.add_options()("help,h", "show this help")(
-      "checkpoint", po::value(&a.path)->required(), "checkpoint file (.h5)");
+  a.options.add_options()("help,h", "show this help")("checkpoint", po::value(&a.path)->required(),
+                                                      "checkpoint file (.h5)");
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
   return parse_or_usage("inspect", args, a.options, a.vm, &positional);
@@ -177,8 +177,7 @@ int run_attention(const std::vector<std::string>& args) {
   const std::string& out = a.out;
   const auto trainer = load_trainer(a.checkpoint);
   std::vector<int64_t> prompt;
-  if (int code = read_prompt("attention", a.input, trainer->task(), a.options, prompt);
-      code >= 0) {
+  if (int code = read_prompt("attention", a.input, trainer->task(), a.options, prompt); code >= 0) {
     return code;
   }
   // The model reads prompt, separator and its own greedy answer (minus the last token), as in

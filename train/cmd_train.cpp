@@ -125,8 +125,8 @@ int parse(const std::vector<std::string>& args, Options& opts) {
       po::store(po::parse_config_file(in, options), vm);
       po::notify(vm);
     }
-  } catch (const po::error& e) {
-    return usage_error("train", std::string(config_file) + ": " + e.what(), options);
+  } catch (po::error& e) {
+    return usage_error("train", std::string(config_file) + ": " + error_message(e), options);
   }
   if (!opts.resume.empty()) {
     const RunConfig given = opts.config;

@@ -113,6 +113,9 @@ void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::st
 }
 
 void finalize(RunConfig& c) {
+  check(c.task.length <= (1 << 20) && c.task.num_symbols <= (1 << 20),
+        "--length and --symbols must be at most 2^20, got " + str(c.task.length) + " and " +
+            str(c.task.num_symbols));
   const data::Task task = [&] {
     try {
       return data::Task(c.task);
@@ -149,6 +152,17 @@ void finalize(RunConfig& c) {
   c.net.max_len = c.model == "decoder" ? task.sample_length()
                                        : std::max(task.prompt_length(), task.answer_length());
   c.net.seed = c.seed;
+  // A model must be buildable and savable: no weight above the checkpoint's 2^28 elements
+  // (checked without overflow, since every factor may be a huge untrusted number).
+  const auto fits = [](int64_t a, int64_t b) {
+    return a <= (int64_t{1} << 28) / std::max<int64_t>(b, 1);
+  };
+  const int64_t width = std::max(c.net.d_ff, c.net.d_model);
+  check(fits(c.net.d_model, c.net.d_model) && fits(c.net.d_model, c.net.d_ff) &&
+            fits(c.net.d_model, c.net.vocab_size) && fits(c.net.max_len, width) &&
+            fits(c.batch_size, c.net.max_len * width),
+        "--d-model " + str(c.net.d_model) + ", --d-ff " + str(c.net.d_ff) + " and --batch-size " +
+            str(c.batch_size) + " describe tensors above 2^28 elements");
   c.schedule.d_model = c.net.d_model;
   c.schedule.total_steps = c.steps;
   validate(c.schedule);

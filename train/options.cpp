@@ -1,13 +1,35 @@
 // Command-line parsing shared by the subcommands.
 #include "train/options.h"
 
+#include <algorithm>
 #include <iostream>
+#include <map>
 
 #include "train/commands.h"
 
 namespace gradlab::train {
 
 namespace po = boost::program_options;
+
+namespace {
+
+// The substitutions of a message are protected; a derived class may name them.
+struct ErrorAccess : po::error_with_option_name {
+  static std::map<std::string, std::string>& substitutions(po::error_with_option_name& e) {
+    return e.*(&ErrorAccess::m_substitutions);
+  }
+};
+
+}  // namespace
+
+std::string error_message(po::error& e) {
+  if (auto* with_name = dynamic_cast<po::error_with_option_name*>(&e)) {
+    for (auto& [name, value] : ErrorAccess::substitutions(*with_name)) {
+      std::replace(value.begin(), value.end(), '%', '?');
+    }
+  }
+  return e.what();
+}
 
 int parse_or_usage(const std::string& command, const std::vector<std::string>& args,
                    const po::options_description& options, po::variables_map& vm,
@@ -22,8 +44,8 @@ int parse_or_usage(const std::string& command, const std::vector<std::string>& a
       return kExitOk;
     }
     po::notify(vm);
-  } catch (const po::error& e) {
-    return usage_error(command, e.what(), options);
+  } catch (po::error& e) {
+    return usage_error(command, error_message(e), options);
   }
   return -1;
 }

@@ -15,6 +15,12 @@ int parse_or_usage(
     boost::program_options::variables_map& vm,
     const boost::program_options::positional_options_description* positional = nullptr);
 
+// e.what() for an error of Boost.Program_options. Boost 1.74 replaces each placeholder of a
+// message (%value%, %original_token%, ...) until none is left, so an argument that contains one
+// itself (`--steps %value%`) made what() loop forever; here every '%' in the arguments quoted by
+// the message is shown as '?' instead (which changes e).
+std::string error_message(boost::program_options::error& e);
+
 // Prints "gradlab <command>: <reason>" and the usage to stderr; returns 2.
 int usage_error(const std::string& command, const std::string& reason,
                 const boost::program_options::options_description& options);

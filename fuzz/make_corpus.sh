@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Regenerates the seed inputs of fuzz/corpus/. Kept: the regression-* inputs (each once found a
+# bug) and generated/ (a minimized corpus of earlier fuzzing runs). Needs a built gradlab
+# (build/gradlab, or the path given as the first argument), h5repack (Debian hdf5-tools) and
+# h5py for /usr/bin/python3 (python3-h5py).
+#
+#   fuzz/make_corpus.sh [path/to/gradlab]
+#
+# Checkpoint seeds (fuzz/corpus/checkpoint/): valid checkpoints of tiny models (decoder with
+# Adam, seq2seq with SGD momentum), the same edited the way other tools could (a
+# variable-length string, chunked and compressed tensors, float64 tensors), and damaged or
+# foreign files (truncated, wrong version, soft link, no gradlab format, not HDF5, empty).
+# Command-line seeds (fuzz/corpus/cli/): one argument word per line, first the subcommand.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+gradlab="$(realpath "${1:-$repo_root/build/gradlab}")"
+out="$repo_root/fuzz/corpus"
+mkdir -p "$out/checkpoint" "$out/cli"
+find "$out" -type f ! -name 'regression-*' ! -path '*/generated/*' -delete
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+tiny=(--length 1 --symbols 2 --d-model 4 --heads 1 --layers 1 --d-ff 4 --batch-size 1
+  --eval-size 1 --steps 1 --eval-every 1 --target-accuracy 0)
+"$gradlab" train "${tiny[@]}" --out decoder >/dev/null
+"$gradlab" train "${tiny[@]}" --model seq2seq --optimizer sgd --momentum 0.9 --out seq2seq \
+  >/dev/null
+ck="$out/checkpoint"
+cp decoder/step-000001.h5 "$ck/valid-decoder-adam.h5"
+cp seq2seq/step-000001.h5 "$ck/valid-seq2seq-sgd-momentum.h5"
+h5repack -l /model/head.weight,/model/head.bias:CHUNK=2 \
+  -f /model/head.weight,/model/head.bias:GZIP=1 decoder/step-000001.h5 "$ck/valid-chunked-gzip.h5"
+head -c "$(($(stat -c %s decoder/step-000001.h5) / 2))" decoder/step-000001.h5 \
+  >"$ck/truncated-half.h5"
+head -c 48 decoder/step-000001.h5 >"$ck/truncated-superblock.h5"
+printf 'not an HDF5 file\n' >"$ck/not-hdf5.txt"
+: >"$ck/empty"
+
+edit() {  # edit <name> <python statements using f, the opened copy>
+  cp decoder/step-000001.h5 "$ck/$1"
+  /usr/bin/python3 - "$ck/$1" "$2" <<'EOF'
+import sys
+
+import h5py
+import numpy as np
+
+with h5py.File(sys.argv[1], "r+") as f:
+    exec(sys.argv[2])
+EOF
+}
+edit valid-vlen-string.h5 'f["config"].attrs["task"] = "copy"'
+edit valid-float64.h5 '
+for name in list(f["model"]):
+    data = f["model"][name][()].astype(np.float64)
+    del f["model"][name]
+    f["model"].create_dataset(name, data=data)'
+edit wrong-version.h5 'f.attrs["version"] = np.int64(7)'
+edit soft-link.h5 '
+name = list(f["model"])[0]
+del f["model"][name]
+f["model"][name] = h5py.SoftLink("/train")'
+/usr/bin/python3 -c '
+import sys, h5py
+with h5py.File(sys.argv[1], "w") as f:
+    f["x"] = [1.0, 2.0]
+' "$ck/foreign.h5"
+
+cli="$out/cli"
+line() {  # line <name> <words...>: one word per line
+  local name="$1"
+  shift
+  printf '%s\n' "$@" >"$cli/$name"
+}
+line train-tiny train "${tiny[@]}" --out run
+line train-all-flags train --task recall --length 3 --symbols 5 --model seq2seq --d-model 16 \
+  --heads 4 --kv-heads 2 --layers 2 --d-ff 32 --dropout 0.1 --pre-norm false \
+  --learned-positions true --optimizer adamw --lr 0.001 --beta1 0.9 --beta2 0.98 --eps 1e-9 \
+  --weight-decay 0.01 --momentum 0 --nesterov false --schedule cosine --warmup 10 \
+  --min-lr 0.0001 --batch-size 8 --steps 100 --clip 1 --eval-every 10 --eval-size 16 \
+  --target-accuracy 0.5 --seed 3 --threads 1 --save-every 5 --keep 2 --out run
+line train-config train --config run.ini --steps 7
+line train-resume train --resume ck.h5 --steps 9 --save-every 2
+line train-resume-changed train --resume ck.h5 --d-model 16
+line train-resume-bad train --resume bad.h5
+line train-bad-value train --steps -5
+line train-help train --help
+line eval eval --checkpoint ck.h5 --threads 2
+line predict predict --checkpoint ck.h5 --input "1 2"
+line attention attention --checkpoint ck.h5 --input "1 2" --out w.h5
+line inspect inspect ck.h5
+line explain explain
+line explain-shapes explain --shapes 2,5,8,4,2
+line gradcheck gradcheck --op relu --seed 3
+echo "fuzz corpus: $(find "$ck" -type f | wc -l) checkpoint inputs, $(find "$cli" -type f | wc -l)" \
+  "command lines in $out"

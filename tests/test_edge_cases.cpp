@@ -19,6 +19,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,13 @@
 #include "train/trainer.h"
 
 namespace gradlab {
+
+// How gtest shows the dtype parameter in test names (internal linkage: found by argument-dependent
+// lookup, private to this file).
+static void PrintTo(DType dtype, std::ostream* out) {
+  *out << (dtype == DType::Float32 ? "float32" : "float64");
+}
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -1,26 +1,19 @@
 // Fused attention: per (batch, head) small GEMMs on strided views of [B, T, H, D] buffers,
-// with masking and softmax fused in between. Backward (per (batch, K/V head), so that the
-// heads sharing a K/V head accumulate into it without races):
-//   dV += W^T dO,  dW = dO V^T,  dS = W * (dW - rowsum(dW * W)),  dQ = s dS K,  dK += s dS^T Q
+// with scaling, masking and softmax fused in between. Backward (per (batch, K/V head), so that
+// the heads sharing a K/V head accumulate into it without races):
+//   dV += W^T dO,  dW = dO V^T,  dS = s W * (dW - rowsum(dW * W)),  dQ = dS K,  dK += dS^T Q
 #include "autograd/attention.h"
 
-#include <Eigen/Core>
 #include <cmath>
 #include <limits>
+#include <vector>
 
+#include "autograd/gemm.h"
 #include "autograd/graph.h"
 #include "autograd/kernels.h"
 
 namespace gradlab {
 namespace {
-
-template <class T>
-using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-// A [rows, D] slice of a [B, T, heads, D] buffer: rows are heads * D apart.
-template <class T>
-using Strided = Eigen::Map<Matrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
-template <class T>
-using ConstStrided = Eigen::Map<const Matrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 
 struct Dims {
   int64_t B, Tq, Tk, H, KV, D;
@@ -72,26 +65,32 @@ class MaskView {
   Shape strides_;
 };
 
-// In place over one row of scores: mask, then softmax (all masked -> zeros).
+// In place over one row of scores: scale, mask, then softmax (all masked -> zeros).
 template <class T>
-void masked_softmax_row(T* s, int64_t n, const MaskView& mask, int64_t b, int64_t h, int64_t i) {
+void masked_softmax_row(T* s, int64_t n, T scale, const MaskView& mask, int64_t b, int64_t h,
+                        int64_t i) {
   T m = -std::numeric_limits<T>::infinity();
   for (int64_t j = 0; j < n; ++j) {
-    if (mask.any() && mask.masked(b, h, i, j)) s[j] = -std::numeric_limits<T>::infinity();
+    s[j] =
+        mask.any() && mask.masked(b, h, i, j) ? -std::numeric_limits<T>::infinity() : s[j] * scale;
     m = std::max(m, s[j]);
   }
   if (m == -std::numeric_limits<T>::infinity()) {
     std::fill(s, s + n, T(0));
     return;
   }
-  T total = 0;
-  for (int64_t j = 0; j < n; ++j) total += (s[j] = std::exp(s[j] - m));
-  const T inv = 1 / total;
+  const T inv = 1 / kernels::exp_shifted(s, s, n, m);
   for (int64_t j = 0; j < n; ++j) s[j] *= inv;
 }
 
 bool worth_threads(const Dims& d) {
   return d.B * d.H * d.Tq * d.Tk * d.D > (1 << 16);
+}
+
+// [rows, D] slices of the [B, T, heads, D] buffers: rows are heads * D elements apart.
+template <class T>
+kernels::MatrixRef<T> rows_of(const T* p, int64_t heads, int64_t D, bool transposed = false) {
+  return {p, heads * D, transposed};
 }
 
 template <class T>
@@ -105,17 +104,14 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, c
 #pragma omp parallel for if (worth_threads(d)) schedule(static)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H, g = h / d.group();
-    const ConstStrided<T> Q(qp + (b * d.Tq * d.H + h) * d.D, d.Tq, d.D,
-                            Eigen::OuterStride<>(d.H * d.D));  // [Tq, D]
-    const ConstStrided<T> K(kp + (b * d.Tk * d.KV + g) * d.D, d.Tk, d.D,
-                            Eigen::OuterStride<>(d.KV * d.D));  // [Tk, D]
-    const ConstStrided<T> V(vp + (b * d.Tk * d.KV + g) * d.D, d.Tk, d.D,
-                            Eigen::OuterStride<>(d.KV * d.D));   // [Tk, D]
-    Eigen::Map<Matrix<T>> W(wp + bh * d.Tq * d.Tk, d.Tq, d.Tk);  // [Tq, Tk]
-    W.noalias() = scale * (Q * K.transpose());
-    for (int64_t i = 0; i < d.Tq; ++i) masked_softmax_row(W.data() + i * d.Tk, d.Tk, mask, b, h, i);
-    Strided<T> O(op + (b * d.Tq * d.H + h) * d.D, d.Tq, d.D, Eigen::OuterStride<>(d.H * d.D));
-    O.noalias() = W * V;
+    const int64_t q_offset = (b * d.Tq * d.H + h) * d.D, kv_offset = (b * d.Tk * d.KV + g) * d.D;
+    T* w = wp + bh * d.Tq * d.Tk;  // [Tq, Tk]
+    kernels::gemm<T>(d.Tq, d.Tk, d.D, rows_of(qp + q_offset, d.H, d.D),
+                     rows_of(kp + kv_offset, d.KV, d.D, /*transposed=*/true), w, d.Tk, false,
+                     nullptr, false);
+    for (int64_t i = 0; i < d.Tq; ++i) masked_softmax_row(w + i * d.Tk, d.Tk, scale, mask, b, h, i);
+    kernels::gemm<T>(d.Tq, d.D, d.Tk, {w, d.Tk, false}, rows_of(vp + kv_offset, d.KV, d.D),
+                     op + q_offset, d.H * d.D, false, nullptr, false);
   }
 }
 
@@ -133,29 +129,31 @@ void backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v
 #pragma omp parallel for if (worth_threads(d)) schedule(static)
   for (int64_t bg = 0; bg < d.B * d.KV; ++bg) {
     const int64_t b = bg / d.KV, kvh = bg % d.KV;
-    const Eigen::OuterStride<> kv_stride(d.KV * d.D), q_stride(d.H * d.D);
-    const ConstStrided<T> K(kp + (b * d.Tk * d.KV + kvh) * d.D, d.Tk, d.D, kv_stride);
-    const ConstStrided<T> V(vp + (b * d.Tk * d.KV + kvh) * d.D, d.Tk, d.D, kv_stride);
-    Strided<T> dK(dkp + (b * d.Tk * d.KV + kvh) * d.D, d.Tk, d.D, kv_stride);
-    Strided<T> dV(dvp + (b * d.Tk * d.KV + kvh) * d.D, d.Tk, d.D, kv_stride);
-    dK.setZero();
-    dV.setZero();
-    thread_local Matrix<T> dS;  // reused across calls: no allocation in steady state
-    dS.resize(d.Tq, d.Tk);
+    const int64_t kv_offset = (b * d.Tk * d.KV + kvh) * d.D, kv_stride = d.KV * d.D;
+    thread_local std::vector<T> ds_buffer;  // reused across calls: no allocation in steady state
+    ds_buffer.resize(d.Tq * d.Tk);
+    T* ds = ds_buffer.data();  // [Tq, Tk]
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
-      const int64_t offset = (b * d.Tq * d.H + h) * d.D;
-      const ConstStrided<T> Q(qp + offset, d.Tq, d.D, q_stride);
-      const ConstStrided<T> dO(gp + offset, d.Tq, d.D, q_stride);
-      Strided<T> dQ(dqp + offset, d.Tq, d.D, q_stride);
-      const Eigen::Map<const Matrix<T>> W(wp + (b * d.H + h) * d.Tq * d.Tk, d.Tq, d.Tk);
-      dV.noalias() += W.transpose() * dO;
-      dS.noalias() = dO * V.transpose();  // dW
+      // The first head of the group writes dK and dV, the others add to them.
+      const bool accumulate = h > kvh * d.group();
+      const int64_t q_offset = (b * d.Tq * d.H + h) * d.D;
+      const T* w = wp + (b * d.H + h) * d.Tq * d.Tk;  // [Tq, Tk]
+      kernels::gemm<T>(d.Tk, d.D, d.Tq, {w, d.Tk, true}, rows_of(gp + q_offset, d.H, d.D),
+                       dvp + kv_offset, kv_stride, accumulate, nullptr, false);
+      kernels::gemm<T>(d.Tq, d.Tk, d.D, rows_of(gp + q_offset, d.H, d.D),
+                       rows_of(vp + kv_offset, d.KV, d.D, /*transposed=*/true), ds, d.Tk, false,
+                       nullptr, false);  // dW
       for (int64_t i = 0; i < d.Tq; ++i) {
-        const T dot = dS.row(i).dot(W.row(i));
-        dS.row(i) = (W.row(i).array() * (dS.row(i).array() - dot)).matrix();
+        T* ds_row = ds + i * d.Tk;
+        const T* w_row = w + i * d.Tk;
+        T dot = 0;
+        for (int64_t j = 0; j < d.Tk; ++j) dot += ds_row[j] * w_row[j];
+        for (int64_t j = 0; j < d.Tk; ++j) ds_row[j] = scale * w_row[j] * (ds_row[j] - dot);
       }
-      dQ.noalias() = scale * (dS * K);
-      dK.noalias() += scale * (dS.transpose() * Q);
+      kernels::gemm<T>(d.Tq, d.D, d.Tk, {ds, d.Tk, false}, rows_of(kp + kv_offset, d.KV, d.D),
+                       dqp + q_offset, d.H * d.D, false, nullptr, false);
+      kernels::gemm<T>(d.Tk, d.D, d.Tq, {ds, d.Tk, true}, rows_of(qp + q_offset, d.H, d.D),
+                       dkp + kv_offset, kv_stride, accumulate, nullptr, false);
     }
   }
 }

@@ -2,10 +2,7 @@
 // transposed copy is ever materialised.
 #include "autograd/matmul.h"
 
-#include <omp.h>
-
-#include <Eigen/Core>
-
+#include "autograd/gemm.h"
 #include "autograd/graph.h"
 #include "autograd/kernels.h"
 #include "autograd/reduce.h"
@@ -13,23 +10,6 @@
 
 namespace gradlab {
 namespace {
-
-template <class T>
-using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// c [M, N] = op(a) @ op(b), op transposing when the flag is set. a is stored [M, K] (or
-// [K, M] when trans_a), b [K, N] (or [N, K] when trans_b).
-template <class T>
-void gemm(const T* a, bool trans_a, const T* b, bool trans_b, T* c, int64_t m, int64_t n,
-          int64_t k) {
-  Eigen::Map<RowMajor<T>> out(c, m, n);
-  Eigen::Map<const RowMajor<T>> lhs(a, trans_a ? k : m, trans_a ? m : k);
-  Eigen::Map<const RowMajor<T>> rhs(b, trans_b ? n : k, trans_b ? k : n);
-  if (!trans_a && !trans_b) out.noalias() = lhs * rhs;
-  if (!trans_a && trans_b) out.noalias() = lhs * rhs.transpose();
-  if (trans_a && !trans_b) out.noalias() = lhs.transpose() * rhs;
-  if (trans_a && trans_b) out.noalias() = lhs.transpose() * rhs.transpose();
-}
 
 Shape batch_of(const Shape& s) {
   return Shape(s.begin(), s.end() - 2);
@@ -40,8 +20,10 @@ int64_t leading_rows(const Tensor& x) {
   return numel(Shape(x.shape().begin(), x.shape().end() - 1));
 }
 
-// op(a) @ op(b) over broadcast batch axes; no graph. Shapes are already validated.
-Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b) {
+// op(a) @ op(b) (+ bias [N] on every row, if given) over broadcast batch axes; no graph.
+// Shapes are already validated.
+Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                       const Tensor* bias = nullptr) {
   const int64_t ra = a.rank(), rb = b.rank();
   const int64_t m = trans_a ? a.shape()[ra - 1] : a.shape()[ra - 2];
   const int64_t k = trans_a ? a.shape()[ra - 2] : a.shape()[ra - 1];
@@ -55,10 +37,9 @@ Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool tran
   const Shape a_strides = broadcast_strides(batch_of(a.shape()), batch);
   const Shape b_strides = broadcast_strides(batch_of(b.shape()), batch);
   const int64_t count = numel(batch);
-  // One large product: Eigen's own threads. Many products: a thread per product, each GEMM
-  // single-threaded (Eigen never nests). Small work stays on one thread either way.
+  // One large product: split its rows across threads. Many products: a thread per product,
+  // each single-threaded. Small work stays on one thread either way.
   const bool parallel = count * m * n * k > kernels::kParallelGemmFlops;
-  Eigen::setNbThreads(parallel && count == 1 ? omp_get_max_threads() : 1);
   dispatch(a.dtype(), [&]<class T>() {
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
@@ -72,7 +53,10 @@ Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool tran
         oa += idx * a_strides[axis];
         ob += idx * b_strides[axis];
       }
-      gemm(ap + oa * m * k, trans_a, bp + ob * k * n, trans_b, op + i * m * n, m, n, k);
+      kernels::gemm<T>(m, n, k, {ap + oa * m * k, trans_a ? m : k, trans_a},
+                       {bp + ob * k * n, trans_b ? k : n, trans_b}, op + i * m * n, n,
+                       /*accumulate=*/false, bias ? bias->data<T>() : nullptr,
+                       parallel && count == 1);
     }
   });
   return out;
@@ -115,6 +99,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype("linear", x.dtype(), weight.dtype());
+  if (bias.defined()) check_same_dtype("linear", x.dtype(), bias.dtype());
   if (weight.rank() != 2 || x.rank() < 1 || x.size(-1) != weight.size(1)) {
     throw ShapeError("linear: input " + to_string(x.shape()) + " (..., in) does not match weight " +
                      to_string(weight.shape()) + " (out, in)");
@@ -126,15 +111,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                      "])");
   }
   const Tensor rows = reshape(x.detach(), {leading_rows(x), in});  // [M, in]
-  Tensor y = batched_product(rows, false, weight.detach(), true);  // [M, out]
-  if (bias.defined()) {
-    dispatch(y.dtype(), [&]<class T>() {
-      T* p = y.data<T>();
-      const T* b = bias.data<T>();
-      for (int64_t r = 0; r < rows.size(0); ++r)
-        for (int64_t c = 0; c < out_features; ++c) p[r * out_features + c] += b[c];
-    });
-  }
+  const Tensor y = batched_product(rows, false, weight.detach(), true,
+                                   bias.defined() ? &bias : nullptr);  // [M, out]
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
   return record(

@@ -1,4 +1,4 @@
-// Matrix products through Eigen's GEMM on the row-major buffers (no naive loops).
+// Matrix products through the register-tiled kernel in gemm.h on the row-major buffers.
 #pragma once
 
 #include "autograd/tensor.h"

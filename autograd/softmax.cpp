@@ -47,7 +47,11 @@ void softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
     return;
   }
   T total = 0;
-  for (int64_t i = 0; i < n; ++i) total += (y[i * stride] = std::exp(x[i * stride] - m));
+  if (stride == 1) {
+    total = kernels::exp_shifted(x, y, n, m);
+  } else {
+    for (int64_t i = 0; i < n; ++i) total += (y[i * stride] = std::exp(x[i * stride] - m));
+  }
   const T scale = 1 / total;
   for (int64_t i = 0; i < n; ++i) y[i * stride] *= scale;
 }
@@ -60,7 +64,11 @@ void log_softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
     return;
   }
   T total = 0;
-  for (int64_t i = 0; i < n; ++i) total += std::exp(x[i * stride] - m);
+  if (stride == 1) {
+    total = kernels::exp_shifted(x, y, n, m);  // y is scratch until the last loop
+  } else {
+    for (int64_t i = 0; i < n; ++i) total += std::exp(x[i * stride] - m);
+  }
   // (x - m) first: m + log(total) would round away the small differences of huge logits.
   const T log_total = std::log(total);
   for (int64_t i = 0; i < n; ++i) y[i * stride] = (x[i * stride] - m) - log_total;

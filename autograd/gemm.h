@@ -1,0 +1,34 @@
+// The one matrix-product kernel behind matmul, linear and fused attention. Internal to
+// autograd/.
+//
+// Why our own and not Eigen's: at this project's sizes (K of 16-512, thousands of rows) Eigen
+// packs both operands on every call, zeroes C before accumulating into it, and its 48x4 register
+// tile leaves FMA units idle; together that was half of a training step. This kernel packs only
+// a thin panel of B (a few KiB, reused across all rows of A), reads A in place, keeps a 6-row by
+// 4-vector tile of C in registers, and writes C once, with the bias or the old C folded into
+// the accumulators' starting values.
+#pragma once
+
+#include <cstdint>
+
+namespace gradlab::kernels {
+
+// A matrix operand in row-major storage: element (i, j) of op(X) is
+// data[i * stride + j] or, when transposed, data[j * stride + i].
+template <class T>
+struct MatrixRef {
+  const T* data;
+  int64_t stride;  // distance between consecutive rows of the stored (untransposed) matrix
+  bool transposed;
+};
+
+// c [M, N] (row stride ldc) = op(a) [M, K] @ op(b) [K, N], plus:
+//   - the previous contents of c when accumulate is set,
+//   - bias [N] added to every row when bias is not null.
+// With parallel set, rows are split across the OpenMP threads. Every element's sum runs over k
+// in the same order whatever the thread count, so results do not depend on it.
+template <class T>
+void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc,
+          bool accumulate, const T* bias, bool parallel);
+
+}  // namespace gradlab::kernels

@@ -128,6 +128,13 @@ void pack_panel(MatrixRef<T> b, int64_t k0, int64_t depth, int64_t j0, int64_t c
       const T* src = b.data + (j0 + j) * b.stride + k0;
       for (int64_t p = 0; p < depth; ++p) panel[p * width + j] = src[p];
     }
+  } else if (cols == width) {
+    // Inline vector copies: a library memmove per 64-float row cost more than the copying.
+    for (int64_t p = 0; p < depth; ++p) {
+      const T* src = b.data + (k0 + p) * b.stride + j0;
+      for (int v = 0; v < vectors; ++v)
+        store<T>(panel + p * width + v * kLanes<T>, load<T>(src + v * kLanes<T>));
+    }
   } else {
     for (int64_t p = 0; p < depth; ++p)
       std::copy_n(b.data + (k0 + p) * b.stride + j0, cols, panel + p * width);

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "autograd/shape.h"
 
@@ -34,13 +37,31 @@ void zip(const T* a, const T* b, T* out, int64_t n, F f) {
 
 // y[i] = exp(x[i] - shift) over n contiguous elements (x == y allowed); returns the sum of the
 // y[i]. Eigen's vectorised exp: calling libm's scalar expf per score was a tenth of an
-// attention step.
+// attention step. Eigen clamps its argument, so exp(-inf) would come out as a tiny denormal
+// instead of the exact 0 a masked entry needs: arguments below log(denorm_min) give 0. The
+// tail runs as one padded fixed-size block, since Eigen would finish a dynamic-size array with
+// scalar calls, and attention rows are short (often 20 to 64).
 template <class T>
 T exp_shifted(const T* x, T* y, int64_t n, T shift) {
+  static const T underflow = std::log(std::numeric_limits<T>::denorm_min());
+  auto exp_of = [&](const auto& v) {
+    const auto shifted = v - shift;
+    return (shifted < underflow).select(T(0), shifted.exp());
+  };
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-  Eigen::Map<Array> out(y, n);
-  out = (Eigen::Map<const Array>(x, n) - shift).exp();
-  return out.sum();
+  using Block = Eigen::Array<T, 16, 1>;  // a whole number of SIMD vectors
+  const int64_t body = n - n % Block::SizeAtCompileTime;
+  Eigen::Map<Array> out(y, body);
+  out = exp_of(Eigen::Map<const Array>(x, body));
+  T total = out.sum();
+  if (body < n) {
+    Block tail = Block::Constant(-std::numeric_limits<T>::infinity());
+    std::copy(x + body, x + n, tail.data());
+    tail = exp_of(tail);
+    std::copy(tail.data(), tail.data() + (n - body), y + body);
+    total += tail.sum();
+  }
+  return total;
 }
 
 // out = f(a, b) where a and b broadcast to out_shape. The last axis is the inner loop; the

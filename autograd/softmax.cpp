@@ -171,24 +171,26 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, int64_t ignor
   });
   Tensor out = Tensor::scalar(loss, logits.dtype());
   // d loss / d logits = (softmax - onehot(target)) / counted on counted rows, 0 elsewhere.
-  return record(
-      "cross_entropy", out, {logits},
-      [log_probs, targets, ignore_index, scale, classes](const Tensor& g) {
-        Tensor dx = Tensor::empty(log_probs.shape(), log_probs.dtype());
-        dispatch(g.dtype(), [&]<class T>() {
-          const T factor = static_cast<T>(g.item() * scale);
-          const T* lp = log_probs.data<T>();
-          T* d = dx.data<T>();
-          for (int64_t i = 0; i < targets.numel(); ++i) {
-            const int64_t t = targets.values[i];
-            for (int64_t c = 0; c < classes; ++c) {
-              d[i * classes + c] =
-                  t == ignore_index ? T(0) : factor * (std::exp(lp[i * classes + c]) - T(c == t));
-            }
-          }
-        });
-        return std::vector<Tensor>{dx};
-      });
+  return record("cross_entropy", out, {logits},
+                [log_probs, targets, ignore_index, scale, classes](const Tensor& g) {
+                  Tensor dx = Tensor::empty(log_probs.shape(), log_probs.dtype());
+                  dispatch(g.dtype(), [&]<class T>() {
+                    const T factor = static_cast<T>(g.item() * scale);
+                    const T* lp = log_probs.data<T>();
+                    T* d = dx.data<T>();
+                    for (int64_t i = 0; i < targets.numel(); ++i) {
+                      const int64_t t = targets.values[i];
+                      T* row = d + i * classes;
+                      if (t == ignore_index) {
+                        std::fill(row, row + classes, T(0));
+                        continue;
+                      }
+                      kernels::exp_shifted(lp + i * classes, row, classes, T(0));  // softmax
+                      for (int64_t c = 0; c < classes; ++c) row[c] = factor * (row[c] - T(c == t));
+                    }
+                  });
+                  return std::vector<Tensor>{dx};
+                });
 }
 
 }  // namespace gradlab

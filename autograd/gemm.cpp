@@ -32,6 +32,8 @@ constexpr int64_t kDepth = 128;
 // Rows of A per block (a multiple of kRows): a block's k-slice (24 KiB of float) stays cached
 // while every panel of B passes over it. Measured against 24 to 384 rows, 64 to 512 k-steps.
 constexpr int64_t kBlockRows = 48;
+// Up to this many rows of A, untransposed full-width panels of B are read in place (gemm_rows).
+constexpr int64_t kInPlaceRows = 4 * kBlockRows;
 
 template <class T>
 using Vec [[gnu::vector_size(kVectorBytes)]] = T;
@@ -79,8 +81,8 @@ void store_row(T* p, int64_t cols, const Vec<T>* in) {
 // b is a packed panel (depth steps of V vectors). C starts from its old values when load_c is
 // set, plus bias if not null.
 template <class T, int V, bool TransposedA>
-void tile(const T* a, int64_t a_stride, const T* b, int64_t depth, T* c, int64_t ldc, int rows,
-          int64_t cols, bool load_c, const T* bias) {
+void tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64_t depth, T* c,
+          int64_t ldc, int rows, int64_t cols, bool load_c, const T* bias) {
   Vec<T> acc[kRows][V] = {};
   if (load_c || bias) {
     Vec<T> bias_row[V] = {};
@@ -95,7 +97,7 @@ void tile(const T* a, int64_t a_stride, const T* b, int64_t depth, T* c, int64_t
   for (int r = 0; r < kRows; ++r) row[r] = a + std::min(r, rows - 1) * (TransposedA ? 1 : a_stride);
   for (int64_t p = 0; p < depth; ++p) {
     Vec<T> b_step[V];
-    for (int v = 0; v < V; ++v) b_step[v] = load<T>(b + (p * V + v) * kLanes<T>);
+    for (int v = 0; v < V; ++v) b_step[v] = load<T>(b + p * b_stride + v * kLanes<T>);
     for (int r = 0; r < kRows; ++r) {
       const T x = row[r][TransposedA ? p * a_stride : p];
       for (int v = 0; v < V; ++v) acc[r][v] += x * b_step[v];
@@ -105,8 +107,8 @@ void tile(const T* a, int64_t a_stride, const T* b, int64_t depth, T* c, int64_t
 }
 
 template <class T>
-using TileFn = void (*)(const T*, int64_t, const T*, int64_t, T*, int64_t, int, int64_t, bool,
-                        const T*);
+using TileFn = void (*)(const T*, int64_t, const T*, int64_t, int64_t, T*, int64_t, int, int64_t,
+                        bool, const T*);
 
 template <class T, bool TransposedA, int V = kMaxVectors>
 TileFn<T> pick_tile(int vectors) {
@@ -117,7 +119,8 @@ TileFn<T> pick_tile(int vectors) {
   }
 }
 
-// op(b)[k0 : k0 + depth, j0 : j0 + cols] as depth steps of `vectors` vectors, zero-padded.
+// op(b)[k0 : k0 + depth, j0 : j0 + cols] as depth steps of `vectors` vectors, zero-padded:
+// a transposed B, or the last, narrower panel of an untransposed one.
 template <class T>
 void pack_panel(MatrixRef<T> b, int64_t k0, int64_t depth, int64_t j0, int64_t cols, int vectors,
                 T* panel) {
@@ -127,13 +130,6 @@ void pack_panel(MatrixRef<T> b, int64_t k0, int64_t depth, int64_t j0, int64_t c
     for (int64_t j = 0; j < cols; ++j) {
       const T* src = b.data + (j0 + j) * b.stride + k0;
       for (int64_t p = 0; p < depth; ++p) panel[p * width + j] = src[p];
-    }
-  } else if (cols == width) {
-    // Inline vector copies: a library memmove per 64-float row cost more than the copying.
-    for (int64_t p = 0; p < depth; ++p) {
-      const T* src = b.data + (k0 + p) * b.stride + j0;
-      for (int v = 0; v < vectors; ++v)
-        store<T>(panel + p * width + v * kLanes<T>, load<T>(src + v * kLanes<T>));
     }
   } else {
     for (int64_t p = 0; p < depth; ++p)
@@ -153,9 +149,12 @@ T* scratch(std::vector<T>& buffer, int64_t count) {
   return buffer.data() + (kVectorBytes - address % kVectorBytes) % kVectorBytes / sizeof(T);
 }
 
-// Rows [row_begin, row_end) of c, every column. Per k-block, all of B is packed once into
-// panels; then each block of kBlockRows rows of A (read in place, and cached after the first
-// panel) meets every panel.
+// Rows [row_begin, row_end) of c, every column. Per k-block, B is packed once into panels;
+// then each block of kBlockRows rows of A (read in place, and cached after the first panel)
+// meets every panel. When there are few rows, a full-width panel of an untransposed B is read
+// in place: it is already rows of whole vectors, and copying it (all of X, for a weight
+// gradient) cost more than contiguity saved. With many rows the packed copy wins: rows of a
+// wide B (a 1024-float stride) collide in the same cache sets.
 template <class T>
 void gemm_rows(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, MatrixRef<T> a,
                MatrixRef<T> b, T* c, int64_t ldc, bool accumulate, const T* bias) {
@@ -167,27 +166,40 @@ void gemm_rows(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, MatrixR
   for (int64_t k0 = 0; k0 == 0 || k0 < k; k0 += kDepth) {
     const int64_t depth = std::min(kDepth, k - k0);
     const bool first = k0 == 0;
-    for (int64_t panel = 0; panel < panels; ++panel) {
+    struct Panel {
+      int64_t j0, cols;
+      int vectors;
+      bool in_place;
+      const T* data;
+      int64_t stride;  // between k-steps
+    };
+    auto panel_at = [&](int64_t panel) {
       const int64_t j0 = panel * width, cols = std::min(width, n - j0);
       const int vectors = static_cast<int>((cols + kLanes<T> - 1) / kLanes<T>);
-      if (depth > 0)
-        pack_panel<T>(b, k0, depth, j0, cols, vectors, packed_b + panel * kDepth * width);
+      if (depth > 0 && !b.transposed && cols == width && row_end - row_begin <= kInPlaceRows)
+        return Panel{j0, cols, vectors, true, b.data + k0 * b.stride + j0, b.stride};
+      return Panel{
+          j0, cols, vectors, false, packed_b + panel * kDepth * width, vectors * kLanes<T>};
+    };
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const Panel p = panel_at(panel);
+      if (depth > 0 && !p.in_place)
+        pack_panel<T>(b, k0, depth, p.j0, p.cols, p.vectors, packed_b + panel * kDepth * width);
     }
     for (int64_t i0 = row_begin; i0 < row_end; i0 += kBlockRows) {
       const int64_t block_end = std::min(row_end, i0 + kBlockRows);
       for (int64_t panel = 0; panel < panels; ++panel) {
-        const int64_t j0 = panel * width, cols = std::min(width, n - j0);
-        const int vectors = static_cast<int>((cols + kLanes<T> - 1) / kLanes<T>);
+        const Panel p = panel_at(panel);
         const TileFn<T> fn =
-            a.transposed ? pick_tile<T, true>(vectors) : pick_tile<T, false>(vectors);
-        const T* block_bias = first && bias ? bias + j0 : nullptr;
+            a.transposed ? pick_tile<T, true>(p.vectors) : pick_tile<T, false>(p.vectors);
+        const T* block_bias = first && bias ? bias + p.j0 : nullptr;
         for (int64_t i = i0; i < block_end; i += kRows) {
           const T* a_tile = depth == 0     ? a.data
                             : a.transposed ? a.data + k0 * a.stride + i
                                            : a.data + i * a.stride + k0;
-          fn(a_tile, a.stride, packed_b + panel * kDepth * width, depth, c + i * ldc + j0, ldc,
-             static_cast<int>(std::min<int64_t>(kRows, block_end - i)), cols, !first || accumulate,
-             block_bias);
+          fn(a_tile, a.stride, p.data, p.stride, depth, c + i * ldc + p.j0, ldc,
+             static_cast<int>(std::min<int64_t>(kRows, block_end - i)), p.cols,
+             !first || accumulate, block_bias);
         }
       }
     }

@@ -69,13 +69,19 @@ class MaskView {
 template <class T>
 void masked_softmax_row(T* s, int64_t n, T scale, const MaskView& mask, int64_t b, int64_t h,
                         int64_t i) {
-  T m = -std::numeric_limits<T>::infinity();
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] =
-        mask.any() && mask.masked(b, h, i, j) ? -std::numeric_limits<T>::infinity() : s[j] * scale;
-    m = std::max(m, s[j]);
+  constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+  // Separate loops: the scaling and the maximum vectorise, the mask test does not.
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) s[j] *= scale;
+  if (mask.any()) {
+    for (int64_t j = 0; j < n; ++j) {
+      if (mask.masked(b, h, i, j)) s[j] = minus_inf;
+    }
   }
-  if (m == -std::numeric_limits<T>::infinity()) {
+  T m = minus_inf;
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, s[j]);
+  if (m == minus_inf) {
     std::fill(s, s + n, T(0));
     return;
   }
@@ -147,6 +153,7 @@ void backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v
         T* ds_row = ds + i * d.Tk;
         const T* w_row = w + i * d.Tk;
         T dot = 0;
+#pragma omp simd reduction(+ : dot)
         for (int64_t j = 0; j < d.Tk; ++j) dot += ds_row[j] * w_row[j];
         for (int64_t j = 0; j < d.Tk; ++j) ds_row[j] = scale * w_row[j] * (ds_row[j] - dot);
       }

@@ -42,15 +42,18 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     for (int64_t r = 0; r < rows; ++r) {
       const T* xr = xv + r * channels;
       T m = 0;
+#pragma omp simd reduction(+ : m)
       for (int64_t c = 0; c < channels; ++c) m += xr[c];
       m /= static_cast<T>(channels);
       T var = 0;
+#pragma omp simd reduction(+ : var)
       for (int64_t c = 0; c < channels; ++c) var += (xr[c] - m) * (xr[c] - m);
       var /= static_cast<T>(channels);
       const T s = 1 / std::sqrt(var + static_cast<T>(eps));
       mu[r] = m;
       rs[r] = s;
       T* yr = y + r * channels;
+#pragma omp simd
       for (int64_t c = 0; c < channels; ++c) {
         const T normed = (xr[c] - m) * s;
         yr[c] = normed * (w ? w[c] : T(1)) + (b ? b[c] : T(0));
@@ -76,17 +79,25 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                       const T m = mean.data<T>()[r], s = rstd.data<T>()[r];
                       // dxhat = g * w; dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
                       T sum_d = 0, sum_dx = 0;
+#pragma omp simd reduction(+ : sum_d, sum_dx)
                       for (int64_t c = 0; c < channels; ++c) {
                         const T xhat = (xr[c] - m) * s;
                         const T d = gr[c] * (w ? w[c] : T(1));
                         sum_d += d;
                         sum_dx += d * xhat;
-                        if (dwv) dwv[c] += gr[c] * xhat;
-                        if (dbv) dbv[c] += gr[c];
+                      }
+                      if (dwv) {
+#pragma omp simd
+                        for (int64_t c = 0; c < channels; ++c) dwv[c] += gr[c] * (xr[c] - m) * s;
+                      }
+                      if (dbv) {
+#pragma omp simd
+                        for (int64_t c = 0; c < channels; ++c) dbv[c] += gr[c];
                       }
                       const T mean_d = sum_d / static_cast<T>(channels);
                       const T mean_dx = sum_dx / static_cast<T>(channels);
                       T* dr = dxv + r * channels;
+#pragma omp simd
                       for (int64_t c = 0; c < channels; ++c) {
                         const T xhat = (xr[c] - m) * s;
                         dr[c] = s * (gr[c] * (w ? w[c] : T(1)) - mean_d - xhat * mean_dx);

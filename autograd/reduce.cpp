@@ -57,6 +57,7 @@ void sum_into(const T* x, const Shape& x_shape, T* out, const Shape& kept) {
     T* o = out + offset;
     if (inner_stride == 0) {
       T acc = 0;
+#pragma omp simd reduction(+ : acc)
       for (int64_t j = 0; j < inner; ++j) acc += xr[j];
       o[0] += acc;
     } else {

@@ -113,6 +113,7 @@ Tensor softmax(const Tensor& x, int64_t axis) {
     return std::vector<Tensor>{map_grad_rows(
         rows, y, g, [](const auto* gr, const auto* yr, auto* d, int64_t n, int64_t s) {
           std::remove_const_t<std::remove_pointer_t<decltype(gr)>> dot = 0;
+#pragma omp simd reduction(+ : dot)
           for (int64_t i = 0; i < n; ++i) dot += gr[i * s] * yr[i * s];
           for (int64_t i = 0; i < n; ++i) d[i * s] = yr[i * s] * (gr[i * s] - dot);
         })};

@@ -339,10 +339,13 @@ double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
     dispatch(grad.dtype(), [&]<class T>() {
       const T* g = grad.data<T>();
       const int64_t n = grad.numel();
+      double squares = 0.0;
+#pragma omp simd reduction(+ : squares)
       for (int64_t i = 0; i < n; ++i) {
         const double x = static_cast<double>(g[i]);
-        sum_squares += x * x;
+        squares += x * x;
       }
+      sum_squares += squares;
     });
   }
   const double total = std::sqrt(sum_squares);

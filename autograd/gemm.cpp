@@ -52,27 +52,31 @@ void store(T* p, Vec<T> v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-// V vectors from row p (cols valid elements, the rest zero).
+// V vectors from row p (cols valid elements, the rest zero). Whole vectors load directly, a
+// partial last one lane by lane (a library memcpy per row was a visible cost on short rows).
 template <class T, int V>
 void load_row(const T* p, int64_t cols, Vec<T>* out) {
-  if (cols == V * kLanes<T>) {
-    for (int v = 0; v < V; ++v) out[v] = load<T>(p + v * kLanes<T>);
-    return;
+  for (int v = 0; v < V; ++v) {
+    const int64_t first = int64_t{v} * kLanes<T>;
+    if (cols >= first + kLanes<T>) {
+      out[v] = load<T>(p + first);
+    } else {
+      out[v] = Vec<T>{};
+      for (int64_t l = 0; first + l < cols; ++l) out[v][l] = p[first + l];
+    }
   }
-  T padded[V * kLanes<T>] = {};
-  std::copy(p, p + cols, padded);
-  for (int v = 0; v < V; ++v) out[v] = load<T>(padded + v * kLanes<T>);
 }
 
 template <class T, int V>
 void store_row(T* p, int64_t cols, const Vec<T>* in) {
-  if (cols == V * kLanes<T>) {
-    for (int v = 0; v < V; ++v) store<T>(p + v * kLanes<T>, in[v]);
-    return;
+  for (int v = 0; v < V; ++v) {
+    const int64_t first = int64_t{v} * kLanes<T>;
+    if (cols >= first + kLanes<T>) {
+      store<T>(p + first, in[v]);
+    } else {
+      for (int64_t l = 0; first + l < cols; ++l) p[first + l] = in[v][l];
+    }
   }
-  T padded[V * kLanes<T>];
-  for (int v = 0; v < V; ++v) store<T>(padded + v * kLanes<T>, in[v]);
-  std::copy(padded, padded + cols, p);
 }
 
 // One register tile: rows (<= kRows) rows by cols (<= V vectors) of c over `depth` k-steps.
@@ -151,9 +155,9 @@ T* scratch(std::vector<T>& buffer, int64_t count) {
 
 // Rows [row_begin, row_end) of c, every column. Per k-block, B is packed once into panels;
 // then each block of kBlockRows rows of A (read in place, and cached after the first panel)
-// meets every panel. When there are few rows, a full-width panel of an untransposed B is read
-// in place: it is already rows of whole vectors, and copying it (all of X, for a weight
-// gradient) cost more than contiguity saved. With many rows the packed copy wins: rows of a
+// meets every panel. When there are few rows, a panel of an untransposed B whose width is whole
+// vectors is read in place: it is already rows of whole vectors, and copying it (all of X, for a
+// weight gradient) cost more than contiguity saved. With many rows the packed copy wins: rows of a
 // wide B (a 1024-float stride) collide in the same cache sets.
 template <class T>
 void gemm_rows(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, MatrixRef<T> a,
@@ -176,7 +180,8 @@ void gemm_rows(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, MatrixR
     auto panel_at = [&](int64_t panel) {
       const int64_t j0 = panel * width, cols = std::min(width, n - j0);
       const int vectors = static_cast<int>((cols + kLanes<T> - 1) / kLanes<T>);
-      if (depth > 0 && !b.transposed && cols == width && row_end - row_begin <= kInPlaceRows)
+      if (depth > 0 && !b.transposed && cols % kLanes<T> == 0 &&
+          row_end - row_begin <= kInPlaceRows)
         return Panel{j0, cols, vectors, true, b.data + k0 * b.stride + j0, b.stride};
       return Panel{
           j0, cols, vectors, false, packed_b + panel * kDepth * width, vectors * kLanes<T>};

@@ -4,7 +4,6 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -37,29 +36,30 @@ void zip(const T* a, const T* b, T* out, int64_t n, F f) {
 
 // y[i] = exp(x[i] - shift) over n contiguous elements (x == y allowed); returns the sum of the
 // y[i]. Eigen's vectorised exp: calling libm's scalar expf per score was a tenth of an
-// attention step. Eigen clamps its argument, so exp(-inf) would come out as a tiny denormal
-// instead of the exact 0 a masked entry needs: arguments below log(denorm_min) give 0. The
-// tail runs as one padded fixed-size block, since Eigen would finish a dynamic-size array with
-// scalar calls, and attention rows are short (often 20 to 64).
+// attention step. It runs on aligned fixed-size blocks (the last padded) because on a
+// dynamic-size map Eigen falls back to scalar calls for the unaligned head and the tail, which
+// for short attention rows (often 20 to 64 scores) was most of the row.
 template <class T>
 T exp_shifted(const T* x, T* y, int64_t n, T shift) {
-  static const T underflow = std::log(std::numeric_limits<T>::denorm_min());
-  auto exp_of = [&](const auto& v) {
-    const auto shifted = v - shift;
-    return (shifted < underflow).select(T(0), shifted.exp());
-  };
-  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   using Block = Eigen::Array<T, 16, 1>;  // a whole number of SIMD vectors
-  const int64_t body = n - n % Block::SizeAtCompileTime;
-  Eigen::Map<Array> out(y, body);
-  out = exp_of(Eigen::Map<const Array>(x, body));
-  T total = out.sum();
-  if (body < n) {
-    Block tail = Block::Constant(-std::numeric_limits<T>::infinity());
-    std::copy(x + body, x + n, tail.data());
-    tail = exp_of(tail);
-    std::copy(tail.data(), tail.data() + (n - body), y + body);
-    total += tail.sum();
+  constexpr int64_t size = Block::SizeAtCompileTime;
+  for (int64_t start = 0; start < n; start += size) {
+    if (n - start >= size) {
+      Eigen::Map<Block>(y + start) = (Eigen::Map<const Block>(x + start) - shift).exp();
+    } else {
+      Block block = Block::Constant(-std::numeric_limits<T>::infinity());
+      std::copy(x + start, x + n, block.data());
+      block = (block - shift).exp();
+      std::copy(block.data(), block.data() + (n - start), y + start);
+    }
+  }
+  // Eigen clamps the argument, so exp(-inf) comes out as a denormal instead of the exact 0 a
+  // masked entry needs: flush denormals (far below any sum's precision here) to zero.
+  T total = 0;
+#pragma omp simd reduction(+ : total)
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = y[i] < std::numeric_limits<T>::min() ? T(0) : y[i];
+    total += y[i];
   }
   return total;
 }

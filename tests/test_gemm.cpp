@@ -74,10 +74,12 @@ std::string describe(const Case& s) {
 }
 
 std::vector<Case> cases() {
-  // Rows around the 6-row tile, columns around 16-lane vectors and the 64-wide panel, depths
-  // around the 128-step k-block; all three sizes differ in every case.
+  // Rows around the 6-row tile and the 192 rows up to which B may be read in place, columns
+  // around 16-lane vectors and the 64-wide panel, depths around the 128-step k-block; all
+  // three sizes differ in every case.
   const int64_t shapes[][3] = {{1, 1, 1},    {7, 3, 5},     {13, 17, 129}, {6, 64, 128},
-                               {25, 65, 31}, {5, 130, 257}, {37, 12, 64},  {64, 200, 48}};
+                               {25, 65, 31}, {5, 130, 257}, {37, 12, 64},  {64, 200, 48},
+                               {9, 48, 70},  {200, 96, 20}};
   std::vector<Case> out;
   for (const auto& s : shapes)
     for (bool ta : {false, true})

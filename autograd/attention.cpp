@@ -44,19 +44,31 @@ Dims check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
   return d;
 }
 
-// Whether key j is hidden from query i of (b, h).
+// Which keys each query of (b, h) may not see.
 class MaskView {
  public:
   MaskView(const AttentionMaskSpec& spec, const Dims& d) : spec_(spec), tk_(d.Tk) {
     if (spec.attn_mask) strides_ = broadcast_strides(spec.attn_mask->shape, {d.B, d.H, d.Tq, d.Tk});
   }
-  bool any() const { return spec_.causal || spec_.key_padding || spec_.attn_mask; }
-  bool masked(int64_t b, int64_t h, int64_t i, int64_t j) const {
-    if (spec_.causal && j > i) return true;
-    if (spec_.key_padding && spec_.key_padding->values[b * tk_ + j]) return true;
-    return spec_.attn_mask &&
-           spec_.attn_mask
-               ->values[b * strides_[0] + h * strides_[1] + i * strides_[2] + j * strides_[3]];
+
+  // Sets the hidden entries of query i's row of scores (Tk of them) to -inf.
+  template <class T>
+  void apply(T* row, int64_t b, int64_t h, int64_t i) const {
+    constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+    if (spec_.causal && i + 1 < tk_) std::fill(row + i + 1, row + tk_, minus_inf);
+    if (spec_.key_padding) {
+      const uint8_t* padding = spec_.key_padding->values.data() + b * tk_;
+      for (int64_t j = 0; j < tk_; ++j) {
+        if (padding[j]) row[j] = minus_inf;
+      }
+    }
+    if (spec_.attn_mask) {
+      const uint8_t* m =
+          spec_.attn_mask->values.data() + b * strides_[0] + h * strides_[1] + i * strides_[2];
+      for (int64_t j = 0; j < tk_; ++j) {
+        if (m[j * strides_[3]]) row[j] = minus_inf;
+      }
+    }
   }
 
  private:
@@ -65,28 +77,36 @@ class MaskView {
   Shape strides_;
 };
 
-// In place over one row of scores: scale, mask, then softmax (all masked -> zeros).
+// In place over the [Tq, Tk] scores of one head: scale, mask, then softmax along each row (a
+// fully masked row gives zeros). The exponentials run once over the whole block: row by row,
+// short rows (20 to 64 scores) cost more in call overhead than in arithmetic.
 template <class T>
-void masked_softmax_row(T* s, int64_t n, T scale, const MaskView& mask, int64_t b, int64_t h,
-                        int64_t i) {
+void masked_softmax(T* w, int64_t rows, int64_t n, T scale, const MaskView& mask, int64_t b,
+                    int64_t h) {
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-  // Separate loops: the scaling and the maximum vectorise, the mask test does not.
+  for (int64_t i = 0; i < rows; ++i) {
+    T* s = w + i * n;
 #pragma omp simd
-  for (int64_t j = 0; j < n; ++j) s[j] *= scale;
-  if (mask.any()) {
-    for (int64_t j = 0; j < n; ++j) {
-      if (mask.masked(b, h, i, j)) s[j] = minus_inf;
-    }
-  }
-  T m = minus_inf;
+    for (int64_t j = 0; j < n; ++j) s[j] *= scale;
+    mask.apply(s, b, h, i);
+    T m = minus_inf;
 #pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < n; ++j) m = std::max(m, s[j]);
-  if (m == minus_inf) {
-    std::fill(s, s + n, T(0));
-    return;
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, s[j]);
+    if (m == minus_inf) continue;  // fully masked: stays -inf, and exp gives zeros
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) s[j] -= m;
   }
-  const T inv = 1 / kernels::exp_shifted(s, s, n, m);
-  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+  kernels::exp_shifted(w, w, rows * n, T(0));
+  for (int64_t i = 0; i < rows; ++i) {
+    T* s = w + i * n;
+    T total = 0;
+#pragma omp simd reduction(+ : total)
+    for (int64_t j = 0; j < n; ++j) total += s[j];
+    if (total == 0) continue;  // fully masked
+    const T inv = 1 / total;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+  }
 }
 
 bool worth_threads(const Dims& d) {
@@ -115,7 +135,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, c
     kernels::gemm<T>(d.Tq, d.Tk, d.D, rows_of(qp + q_offset, d.H, d.D),
                      rows_of(kp + kv_offset, d.KV, d.D, /*transposed=*/true), w, d.Tk, false,
                      nullptr, false);
-    for (int64_t i = 0; i < d.Tq; ++i) masked_softmax_row(w + i * d.Tk, d.Tk, scale, mask, b, h, i);
+    masked_softmax(w, d.Tq, d.Tk, scale, mask, b, h);
     kernels::gemm<T>(d.Tq, d.D, d.Tk, {w, d.Tk, false}, rows_of(vp + kv_offset, d.KV, d.D),
                      op + q_offset, d.H * d.D, false, nullptr, false);
   }

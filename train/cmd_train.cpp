@@ -250,7 +250,7 @@ int run_train(const std::vector<std::string>& args) {
     return kExitOk;
   }
   std::printf(
-      "Trained %lld steps in %.1f s: held-out loss %.4f, token accuracy %.2f%%, exact "
+      "Trained %lld steps in %.2f s: held-out loss %.4f, token accuracy %.2f%%, exact "
       "match %.2f%%%s\nCheckpoint: %s\nMetrics: %s\n",
       static_cast<long long>(trainer.step() - first_step), seconds_since(start), final_metrics.loss,
       100 * final_metrics.token_accuracy, 100 * final_metrics.exact_match,

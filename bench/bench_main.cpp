@@ -1,5 +1,5 @@
 // main() of gradlab_bench: Google Benchmark's flags plus --threads=N (default 1), the OpenMP
-// thread count of every kernel, set before anything runs.
+// thread count of every kernel, set before anything runs. Idle threads sleep, as in gradlab.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -8,8 +8,10 @@
 #include <string>
 
 #include "bench/bench_shared.h"
+#include "train/idle_threads.h"
 
 int main(int argc, char** argv) {
+  gradlab::train::make_idle_threads_sleep(argv);  // as the gradlab tool does
   int threads = 1;
   try {
     threads = gradlab_bench::take_threads_flag(argc, argv);

@@ -1,10 +1,14 @@
 // The number of threads changes how fast a run goes, not what it computes: the default copy
-// model's losses with 1 and 2 threads agree to 1e-6 relative at every step.
+// model's losses with 1 and 2 threads agree to 1e-6 relative at every step. And gradlab makes
+// idle OpenMP threads sleep unless the user chose otherwise.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
+#include <string>
 
+#include "cli_runner.h"
+#include "tests/test_helpers.h"
 #include "train/trainer.h"
 
 namespace gradlab::train {
@@ -30,6 +34,32 @@ TEST(Threads, OneAndTwoThreadsGiveTheSameLossesEveryStep) {
   for (size_t i = 0; i < one.size(); ++i) {
     EXPECT_LE(std::abs(one[i] - two[i]), 1e-6 * std::abs(one[i])) << "step " << i + 1;
   }
+}
+
+// libgomp prints its settings at start-up when OMP_DISPLAY_ENV=verbose; the last block printed
+// is the one of the process that does the work.
+std::string last_spin_count(const std::string& err) {
+  const std::string key = "GOMP_SPINCOUNT = '";
+  const size_t at = err.rfind(key);
+  if (at == std::string::npos) return "(not printed)";
+  return err.substr(at + key.size(), err.find('\'', at + key.size()) - at - key.size());
+}
+
+TEST(Threads, IdleThreadsSleepUnlessTheUserChoseAWaitPolicy) {
+  gradlab::testing::TempDir dir;
+  const auto unset = gradlab::testing::run_command(
+      "/usr/bin/env", {"-u", "OMP_WAIT_POLICY", "OMP_DISPLAY_ENV=verbose", GRADLAB_BINARY, "train",
+                       "--steps", "2", "--threads", "2", "--out", dir.file("run")});
+  ASSERT_EQ(unset.exit_code, 0) << unset.describe();
+  // The arguments survived the re-execution, and its libgomp does not spin.
+  EXPECT_TRUE(gradlab::testing::contains(unset.out, "Trained 2 steps")) << unset.out;
+  EXPECT_EQ(last_spin_count(unset.err), "0") << unset.err;
+
+  const auto active = gradlab::testing::run_command(
+      "/usr/bin/env", {"OMP_WAIT_POLICY=ACTIVE", "OMP_DISPLAY_ENV=verbose", GRADLAB_BINARY, "train",
+                       "--steps", "2", "--out", dir.file("active")});
+  ASSERT_EQ(active.exit_code, 0) << active.describe();
+  EXPECT_NE(last_spin_count(active.err), "0") << active.err;
 }
 
 }  // namespace

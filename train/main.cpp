@@ -7,6 +7,7 @@
 
 #include "autograd/error.h"
 #include "train/commands.h"
+#include "train/idle_threads.h"
 
 namespace {
 
@@ -38,6 +39,7 @@ void print_usage(std::ostream& out) {
 
 int main(int argc, char** argv) {
   using namespace gradlab::train;
+  make_idle_threads_sleep(argv);
   if (argc < 2) {
     std::cerr << "gradlab: no command given\n\n";
     print_usage(std::cerr);

@@ -12,7 +12,8 @@ libtorch runs in two environments and the table quotes the faster one:
   tuned  OPENBLAS_CORETYPE unset (or, when OpenBLAS does not recognise the CPU and falls back
          to a pre-AVX kernel, set to the best family the CPU supports), plus glibc malloc
          settings that keep large blocks instead of unmapping them (MALLOC_MMAP_THRESHOLD_,
-         MALLOC_TRIM_THRESHOLD_)
+         MALLOC_TRIM_THRESHOLD_), and OMP_WAIT_POLICY=PASSIVE, so that libtorch's idle OpenMP
+         threads sleep as gradlab's do (gradlab sets that for itself)
 gradlab always runs in the environment as it is.
 """
 
@@ -33,9 +34,10 @@ GENERIC_OPENBLAS_CORES = {
     "katmai", "coppermine", "northwood", "prescott", "banias", "core2", "penryn", "dunnington",
     "nehalem", "atom", "unknown", "generic",
 }
-MALLOC_ENV = {
+TUNED_ENV = {
     "MALLOC_MMAP_THRESHOLD_": str(32 << 20),  # the largest glibc accepts: 32 MiB
     "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+    "OMP_WAIT_POLICY": "PASSIVE",  # what gradlab chooses for itself (train/idle_threads.h)
 }
 MHA_SHAPES = [(1, 3, 4, 2), (32, 64, 128, 4), (16, 128, 256, 8), (8, 256, 512, 8)]
 MATMUL_SIZES = [256, 512, 1024, 2048]
@@ -147,7 +149,7 @@ class Runner:
     def tuned_env(self, torch_env):
         env = dict(torch_env)
         env.pop("OPENBLAS_CORETYPE", None)
-        env.update(MALLOC_ENV)
+        env.update(TUNED_ENV)
         self.probe["as-is"] = self.probe_torch(torch_env)
         detected = self.probe_torch(env)
         core = detected.get("openblas_core", "")
@@ -160,7 +162,8 @@ class Runner:
                 env["OPENBLAS_CORETYPE"] = forced
                 detected = self.probe_torch(env)
         self.probe["tuned"] = detected
-        self.tuned_settings = {k: env[k] for k in sorted(env) if k.startswith(("MALLOC_", "OPENBLAS_"))}
+        self.tuned_settings = {k: env[k] for k in sorted(env)
+                               if k.startswith(("MALLOC_", "OPENBLAS_", "OMP_WAIT_POLICY"))}
         return env
 
     def engines(self):

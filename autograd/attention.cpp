@@ -89,9 +89,7 @@ void masked_softmax(T* w, int64_t rows, int64_t n, T scale, const MaskView& mask
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) s[j] *= scale;
     mask.apply(s, b, h, i);
-    T m = minus_inf;
-#pragma omp simd reduction(max : m)
-    for (int64_t j = 0; j < n; ++j) m = std::max(m, s[j]);
+    const T m = kernels::max_of(s, n);
     if (m == minus_inf) continue;  // fully masked: stays -inf, and exp gives zeros
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) s[j] -= m;

@@ -99,7 +99,7 @@ void tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64_t de
   // A short tile reads its last row again instead of past the end of a.
   const T* row[kRows];
   for (int r = 0; r < kRows; ++r) row[r] = a + std::min(r, rows - 1) * (TransposedA ? 1 : a_stride);
-  // Unrolled: loop overhead is visible next to 24 FMAs per step (about 5% at K = 64).
+    // Unrolled: loop overhead is visible next to 24 FMAs per step (about 5% at K = 64).
 #pragma GCC unroll 4
   for (int64_t p = 0; p < depth; ++p) {
     Vec<T> b_step[V];

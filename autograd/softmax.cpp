@@ -34,6 +34,7 @@ void for_each_row(const Rows& rows, const T* in, T* out, F f) {
 
 template <class T>
 T row_max(const T* x, int64_t n, int64_t stride) {
+  if (stride == 1) return kernels::max_of(x, n);
   T m = -std::numeric_limits<T>::infinity();
   for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i * stride]);
   return m;

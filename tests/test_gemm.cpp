@@ -1,5 +1,5 @@
 // The matrix-product kernel against a plain triple loop in long double: every transpose
-// combination, sizes that are not multiples of the register tile (rows, vectors, k-blocks),
+// combination, sizes that are not multiples of its blocks (rows, vectors, groups, k-blocks),
 // strided operands, bias, accumulation, k = 0, and threads that must not change a bit.
 #include "autograd/gemm.h"
 
@@ -75,11 +75,11 @@ std::string describe(const Case& s) {
 
 std::vector<Case> cases() {
   // Rows around the 6-row tile and the 192 rows up to which B may be read in place, columns
-  // around 16-lane vectors and the 64-wide panel, depths around the 128-step k-block; all
-  // three sizes differ in every case.
-  const int64_t shapes[][3] = {{1, 1, 1},    {7, 3, 5},     {13, 17, 129}, {6, 64, 128},
+  // around 16-lane vectors, the 64-wide panel and the 512-column group, depths around the
+  // 256-step k-block; all three sizes differ in every case.
+  const int64_t shapes[][3] = {{1, 1, 1},    {7, 3, 5},     {13, 17, 129}, {6, 64, 256},
                                {25, 65, 31}, {5, 130, 257}, {37, 12, 64},  {64, 200, 48},
-                               {9, 48, 70},  {200, 96, 20}};
+                               {9, 48, 70},  {200, 96, 20}, {7, 530, 300}, {11, 70, 513}};
   std::vector<Case> out;
   for (const auto& s : shapes)
     for (bool ta : {false, true})

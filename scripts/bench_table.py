@@ -121,6 +121,24 @@ def loadavg():
         return float("nan")
 
 
+def machine_cpu_seconds():
+    """(busy, stolen) CPU-seconds of the whole machine since boot, from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]] + [0] * 8
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick
+
+
+def own_cpu_seconds():
+    """CPU-seconds used by this script and the benchmark processes it has waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 class Runner:
     def __init__(self, args):
         self.args = args
@@ -333,6 +351,7 @@ def run_all(args, runner):
     model, cores = lscpu_model()
     started = datetime.datetime.now().astimezone()
     load_start = loadavg()
+    machine_start, own_start = machine_cpu_seconds(), own_cpu_seconds()
     t0 = time.perf_counter()
     if not runner.have_torch:
         log("bench: gradlab_torch_bench is not available: running the gradlab side only")
@@ -354,7 +373,14 @@ def run_all(args, runner):
             for e in runner.engines()[1:]:
                 msg += f"  libtorch[{e}] {time_cell(r[e])}"
             log(msg)
-    meta = {"started": started.isoformat(), "elapsed": time.perf_counter() - t0,
+    elapsed = time.perf_counter() - t0
+    machine_end = machine_cpu_seconds()
+    other = None
+    if machine_start and machine_end:
+        # Busy CPU time of the whole machine minus our own: what other work used meanwhile.
+        other = {"seconds": machine_end[0] - machine_start[0] - (own_cpu_seconds() - own_start),
+                 "stolen": machine_end[1] - machine_start[1]}
+    meta = {"started": started.isoformat(), "elapsed": elapsed, "other_cpu": other,
             "revision": git_revision(), "machine": model, "cpus": cores,
             "load_start": load_start, "load_end": loadavg(), "have_torch": runner.have_torch,
             "probe": runner.probe, "tuned_env": getattr(runner, "tuned_settings", {}),
@@ -379,14 +405,23 @@ def render(meta, results):
         f"- gradlab: commit `{meta['revision']}` (`-dirty`: with uncommitted changes), "
         "Release build.",
         f"- Machine: {meta['machine']}, {meta['cpus']} CPUs; load average "
-        f"{meta['load_start']:.1f} at the start, {meta['load_end']:.1f} at the end (above 0 "
-        "means other work shared the CPUs).",
+        f"{meta['load_start']:.1f} at the start, {meta['load_end']:.1f} at the end (the "
+        "benchmark's own processes count in it).",
     ]
-    if max(meta["load_start"], meta["load_end"]) > 0.5 * cores:
+    other = meta.get("other_cpu")
+    if other:
+        share = other["seconds"] / (meta["elapsed"] * cores) if meta["elapsed"] > 0 else 0.0
         section += [
-            f"- **The machine was busy** (load average up to "
-            f"{max(meta['load_start'], meta['load_end']):.1f} on {cores} CPUs): other work took "
-            "CPU time from both engines, two-thread runs most (a descheduled OpenMP thread "
+            f"- Other work on the machine used {max(other['seconds'], 0.0):.0f} CPU-seconds during "
+            f"the run ({100 * max(share, 0.0):.0f}% of the {cores} CPUs; from /proc/stat, minus "
+            f"the benchmark's own processes); the hypervisor reported {other['stolen']:.0f} s "
+            "stolen from this machine's CPUs."]
+        busy = share > 0.1 or other["stolen"] > 0.05 * meta["elapsed"] * cores
+    else:
+        busy = max(meta["load_start"], meta["load_end"]) > 0.5 * cores
+    if busy:
+        section += [
+            "- **The machine was busy**: other work took CPU time from both engines, two-thread runs most (a descheduled OpenMP thread "
             "stalls every parallel region). Re-run on an idle machine before quoting ratios."]
     if meta["have_torch"]:
         probe, tuned = meta["probe"].get("tuned") or {}, meta["tuned_env"]

@@ -38,7 +38,8 @@ constexpr int64_t kGroupColumns = 512;
 // 512 k-steps and groups of 512, 1024 or all columns (same-process comparisons with Eigen's
 // GEMM, from K = 64 training shapes to 2048-square products).
 constexpr int64_t kBlockRows = 48;
-// Up to this many rows of A, untransposed full-width panels of B are read in place (gemm_rows).
+// Up to this many rows of A, panels of an untransposed B that are whole vectors wide are read in
+// place instead of packed (gemm_group).
 constexpr int64_t kInPlaceRows = 4 * kBlockRows;
 
 template <class T>
@@ -102,10 +103,13 @@ void tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64_t de
       for (int v = 0; v < V; ++v) acc[r][v] += bias_row[v];
     }
   }
-  // A short tile reads its last row again instead of past the end of a.
-  const T* row[kRows];
-  for (int r = 0; r < kRows; ++r) row[r] = a + std::min(r, rows - 1) * (TransposedA ? 1 : a_stride);
-    // Unrolled: loop overhead is visible next to 24 FMAs per step (about 5% at K = 64).
+  // A short tile reads its last row again instead of past the end of a. With no k-steps, a may
+  // be null and is not touched.
+  const T* row[kRows] = {};
+  for (int r = 0; r < kRows && depth > 0; ++r) {
+    row[r] = a + std::min(r, rows - 1) * (TransposedA ? 1 : a_stride);
+  }
+  // Unrolled: loop overhead is visible next to 24 FMAs per step (about 5% at K = 64).
 #pragma GCC unroll 4
   for (int64_t p = 0; p < depth; ++p) {
     Vec<T> b_step[V];

@@ -2,11 +2,11 @@
 // autograd/.
 //
 // Why our own and not Eigen's: at this project's sizes (K of 16-512, thousands of rows) Eigen
-// packs both operands on every call, zeroes C before accumulating into it, and its 48x4 register
-// tile leaves FMA units idle; together that was half of a training step. This kernel packs only
-// a thin panel of B (a few KiB, reused across all rows of A), reads A in place, keeps a 6-row by
-// 4-vector tile of C in registers, and writes C once, with the bias or the old C folded into
-// the accumulators' starting values.
+// packs both operands on every call and zeroes C before accumulating into it; its GEMM was half
+// of a training step, a third of that packing. This kernel packs only B, one k-block at a time
+// (and reads it in place where copying costs more than it saves), reads A in place, keeps a
+// 6-row by 4-vector tile of C in registers, and starts the accumulators from the bias or the
+// old C, so C is never zeroed first. Design and block sizes: gemm.cpp.
 #pragma once
 
 #include <cstdint>

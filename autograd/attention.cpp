@@ -107,8 +107,9 @@ void masked_softmax(T* w, int64_t rows, int64_t n, T scale, const MaskView& mask
   }
 }
 
+// Multiply-adds of one of the two products, over all heads.
 bool worth_threads(const Dims& d) {
-  return d.B * d.H * d.Tq * d.Tk * d.D > (1 << 16);
+  return d.B * d.H * d.Tq * d.Tk * d.D > kernels::kParallelFlops;
 }
 
 // [rows, D] slices of the [B, T, heads, D] buffers: rows are heads * D elements apart.

@@ -14,8 +14,10 @@ namespace gradlab::kernels {
 // Below this many elements an OpenMP fork (and waking a second thread that may be busy
 // elsewhere) costs more than a memory-bound loop gains from it.
 constexpr int64_t kParallelThreshold = 1 << 18;
-// The same for loops of small matrix products, counted in multiply-adds.
-constexpr int64_t kParallelFlops = 1 << 22;
+// The same for loops of small matrix products (fused attention's heads), counted in
+// multiply-adds of one product over the whole loop. At the copy model's size (1.6 M) a thread
+// per half of the heads still paid off; 4 M (no threads there) made the step 2-6% slower.
+constexpr int64_t kParallelFlops = 1 << 16;
 // Matrix products below this many multiply-adds (about 0.1 ms on one core) run on one
 // thread: splitting them costs more in synchronisation than it saves.
 constexpr int64_t kParallelGemmFlops = 1 << 24;

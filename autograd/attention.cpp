@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/gemm.h"
@@ -20,6 +21,18 @@ struct Dims {
   int64_t group() const { return H / KV; }
 };
 
+void check_masks(const Dims& d, const AttentionMaskSpec& m) {
+  if (m.key_padding && m.key_padding->shape != Shape{d.B, d.Tk}) {
+    throw ShapeError("fused_attention: key_padding_mask " + to_string(m.key_padding->shape) +
+                     " does not match [B, Tk] = " + to_string({d.B, d.Tk}));
+  }
+  const Shape full{d.B, d.H, d.Tq, d.Tk};
+  if (m.attn_mask && broadcast_shapes("fused_attention", m.attn_mask->shape, full) != full) {
+    throw ShapeError("fused_attention: attn_mask " + to_string(m.attn_mask->shape) +
+                     " does not broadcast to [B, H, Tq, Tk] = " + to_string(full));
+  }
+}
+
 Dims check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMaskSpec& m) {
   auto fail = [&](const std::string& why) {
     throw ShapeError("fused_attention: " + why + ": q " + to_string(q.shape()) + " (B,Tq,H,D), k " +
@@ -32,15 +45,21 @@ Dims check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
   if (d.KV == 0 || d.H % d.KV != 0) fail("K/V heads do not divide query heads");
   check_same_dtype("fused_attention", q.dtype(), k.dtype());
   check_same_dtype("fused_attention", q.dtype(), v.dtype());
-  if (m.key_padding && m.key_padding->shape != Shape{d.B, d.Tk}) {
-    throw ShapeError("fused_attention: key_padding_mask " + to_string(m.key_padding->shape) +
-                     " does not match [B, Tk] = " + to_string({d.B, d.Tk}));
+  check_masks(d, m);
+  return d;
+}
+
+Dims check_packed_shape(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
+                        const AttentionMaskSpec& m) {
+  if (qkv.rank() != 4 || num_kv_heads <= 0 || num_heads % num_kv_heads != 0 ||
+      qkv.size(2) != num_heads + 2 * num_kv_heads) {
+    throw ShapeError("fused_attention_packed: qkv " + to_string(qkv.shape()) +
+                     " is not [B, T, H + 2 KV, D] with H = " + std::to_string(num_heads) +
+                     " query heads and KV = " + std::to_string(num_kv_heads) +
+                     " K/V heads dividing them");
   }
-  const Shape full{d.B, d.H, d.Tq, d.Tk};
-  if (m.attn_mask && broadcast_shapes("fused_attention", m.attn_mask->shape, full) != full) {
-    throw ShapeError("fused_attention: attn_mask " + to_string(m.attn_mask->shape) +
-                     " does not broadcast to [B, H, Tq, Tk] = " + to_string(full));
-  }
+  const Dims d{qkv.size(0), qkv.size(1), qkv.size(1), num_heads, num_kv_heads, qkv.size(3)};
+  check_masks(d, m);
   return d;
 }
 
@@ -112,62 +131,80 @@ bool worth_threads(const Dims& d) {
   return d.B * d.H * d.Tq * d.Tk * d.D > kernels::kParallelFlops;
 }
 
-// [rows, D] slices of the [B, T, heads, D] buffers: rows are heads * D elements apart.
+// Where the heads sit in their buffers. Position i of batch b starts (b * T + i) * stride
+// elements after its operand's base, and head h is D elements after head h - 1. Q, K and V (and
+// their gradients, which share the layout) are three tensors ([B, T, H, D] and [B, T, KV, D]) or
+// three slices of one packed [B, T, H + 2 KV, D] buffer.
 template <class T>
-kernels::MatrixRef<T> rows_of(const T* p, int64_t heads, int64_t D, bool transposed = false) {
-  return {p, heads * D, transposed};
+struct Operands {
+  T* q;
+  T* k;
+  T* v;
+  int64_t q_stride, kv_stride;
+};
+
+template <class T>
+Operands<T> separate(T* q, T* k, T* v, const Dims& d) {
+  return {q, k, v, d.H * d.D, d.KV * d.D};
 }
 
 template <class T>
-void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const MaskView& mask,
-             T scale, Tensor& out, Tensor& weights) {
-  const T* qp = q.data<T>();
-  const T* kp = k.data<T>();
-  const T* vp = v.data<T>();
-  T* op = out.data<T>();
-  T* wp = weights.data<T>();
+Operands<T> packed(T* qkv, const Dims& d) {
+  const int64_t stride = (d.H + 2 * d.KV) * d.D;
+  return {qkv, qkv + d.H * d.D, qkv + (d.H + d.KV) * d.D, stride, stride};
+}
+
+// Head `head` of batch entry b: its [T, D] rows start here.
+template <class P>
+P* head_at(P* base, int64_t stride, int64_t T_, int64_t b, int64_t head, int64_t D) {
+  return base + b * T_ * stride + head * D;
+}
+
+template <class T>
+void forward(const Operands<const T>& in, const Dims& d, const MaskView& mask, T scale, T* out,
+             T* weights) {
 #pragma omp parallel for if (worth_threads(d)) schedule(static)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H, g = h / d.group();
-    const int64_t q_offset = (b * d.Tq * d.H + h) * d.D, kv_offset = (b * d.Tk * d.KV + g) * d.D;
-    T* w = wp + bh * d.Tq * d.Tk;  // [Tq, Tk]
-    kernels::gemm<T>(d.Tq, d.Tk, d.D, rows_of(qp + q_offset, d.H, d.D),
-                     rows_of(kp + kv_offset, d.KV, d.D, /*transposed=*/true), w, d.Tk, false,
-                     nullptr, false);
+    const T* q = head_at(in.q, in.q_stride, d.Tq, b, h, d.D);
+    const T* k = head_at(in.k, in.kv_stride, d.Tk, b, g, d.D);
+    const T* v = head_at(in.v, in.kv_stride, d.Tk, b, g, d.D);
+    T* w = weights + bh * d.Tq * d.Tk;  // [Tq, Tk]
+    kernels::gemm<T>(d.Tq, d.Tk, d.D, {q, in.q_stride, false},
+                     {k, in.kv_stride, /*transposed=*/true}, w, d.Tk, false, nullptr, false);
     masked_softmax(w, d.Tq, d.Tk, scale, mask, b, h);
-    kernels::gemm<T>(d.Tq, d.D, d.Tk, {w, d.Tk, false}, rows_of(vp + kv_offset, d.KV, d.D),
-                     op + q_offset, d.H * d.D, false, nullptr, false);
+    kernels::gemm<T>(d.Tq, d.D, d.Tk, {w, d.Tk, false}, {v, in.kv_stride, false},
+                     head_at(out, d.H * d.D, d.Tq, b, h, d.D), d.H * d.D, false, nullptr, false);
   }
 }
 
+// g: the output's gradient, [B, Tq, H, D]. The inputs' gradients go to `grad`, laid out as the
+// inputs are.
 template <class T>
-void backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
-              const Tensor& weights, const Dims& d, T scale, Tensor& dq, Tensor& dk, Tensor& dv) {
-  const T* gp = g.data<T>();
-  const T* qp = q.data<T>();
-  const T* kp = k.data<T>();
-  const T* vp = v.data<T>();
-  const T* wp = weights.data<T>();
-  T* dqp = dq.data<T>();
-  T* dkp = dk.data<T>();
-  T* dvp = dv.data<T>();
+void backward(const T* g, const Operands<const T>& in, const T* weights, const Dims& d, T scale,
+              const Operands<T>& grad) {
+  const int64_t g_stride = d.H * d.D;
 #pragma omp parallel for if (worth_threads(d)) schedule(static)
   for (int64_t bg = 0; bg < d.B * d.KV; ++bg) {
     const int64_t b = bg / d.KV, kvh = bg % d.KV;
-    const int64_t kv_offset = (b * d.Tk * d.KV + kvh) * d.D, kv_stride = d.KV * d.D;
     thread_local std::vector<T> ds_buffer;  // reused across calls: no allocation in steady state
     ds_buffer.resize(d.Tq * d.Tk);
     T* ds = ds_buffer.data();  // [Tq, Tk]
+    const T* k = head_at(in.k, in.kv_stride, d.Tk, b, kvh, d.D);
+    const T* v = head_at(in.v, in.kv_stride, d.Tk, b, kvh, d.D);
+    T* dk = head_at(grad.k, grad.kv_stride, d.Tk, b, kvh, d.D);
+    T* dv = head_at(grad.v, grad.kv_stride, d.Tk, b, kvh, d.D);
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
       // The first head of the group writes dK and dV, the others add to them.
       const bool accumulate = h > kvh * d.group();
-      const int64_t q_offset = (b * d.Tq * d.H + h) * d.D;
-      const T* w = wp + (b * d.H + h) * d.Tq * d.Tk;  // [Tq, Tk]
-      kernels::gemm<T>(d.Tk, d.D, d.Tq, {w, d.Tk, true}, rows_of(gp + q_offset, d.H, d.D),
-                       dvp + kv_offset, kv_stride, accumulate, nullptr, false);
-      kernels::gemm<T>(d.Tq, d.Tk, d.D, rows_of(gp + q_offset, d.H, d.D),
-                       rows_of(vp + kv_offset, d.KV, d.D, /*transposed=*/true), ds, d.Tk, false,
-                       nullptr, false);  // dW
+      const T* w = weights + (b * d.H + h) * d.Tq * d.Tk;  // [Tq, Tk]
+      const T* go = head_at(g, g_stride, d.Tq, b, h, d.D);
+      const T* q = head_at(in.q, in.q_stride, d.Tq, b, h, d.D);
+      kernels::gemm<T>(d.Tk, d.D, d.Tq, {w, d.Tk, true}, {go, g_stride, false}, dv, grad.kv_stride,
+                       accumulate, nullptr, false);
+      kernels::gemm<T>(d.Tq, d.Tk, d.D, {go, g_stride, false},
+                       {v, in.kv_stride, /*transposed=*/true}, ds, d.Tk, false, nullptr,
+                       false);  // dW
       for (int64_t i = 0; i < d.Tq; ++i) {
         T* ds_row = ds + i * d.Tk;
         const T* w_row = w + i * d.Tk;
@@ -176,35 +213,73 @@ void backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v
         for (int64_t j = 0; j < d.Tk; ++j) dot += ds_row[j] * w_row[j];
         for (int64_t j = 0; j < d.Tk; ++j) ds_row[j] = scale * w_row[j] * (ds_row[j] - dot);
       }
-      kernels::gemm<T>(d.Tq, d.D, d.Tk, {ds, d.Tk, false}, rows_of(kp + kv_offset, d.KV, d.D),
-                       dqp + q_offset, d.H * d.D, false, nullptr, false);
-      kernels::gemm<T>(d.Tk, d.D, d.Tq, {ds, d.Tk, true}, rows_of(qp + q_offset, d.H, d.D),
-                       dkp + kv_offset, kv_stride, accumulate, nullptr, false);
+      kernels::gemm<T>(d.Tq, d.D, d.Tk, {ds, d.Tk, false}, {k, in.kv_stride, false},
+                       head_at(grad.q, grad.q_stride, d.Tq, b, h, d.D), grad.q_stride, false,
+                       nullptr, false);
+      kernels::gemm<T>(d.Tk, d.D, d.Tq, {ds, d.Tk, true}, {q, in.q_stride, false}, dk,
+                       grad.kv_stride, accumulate, nullptr, false);
     }
   }
 }
+
+// Runs the forward pass on the operands `layout` finds in `inputs`, and records a backward that
+// writes their gradients in the same layout.
+template <class Layout>
+FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const AttentionMaskSpec& mask,
+                   double scale, Layout layout) {
+  const Tensor& first = inputs.front();
+  const MaskView view(mask, d);
+  Tensor out = Tensor::empty({d.B, d.Tq, d.H, d.D}, first.dtype());
+  Tensor weights = Tensor::empty({d.B, d.H, d.Tq, d.Tk}, first.dtype());
+  dispatch(first.dtype(), [&]<class T>() {
+    forward<T>(layout.template of<const T>(inputs), d, view, static_cast<T>(scale), out.data<T>(),
+               weights.data<T>());
+  });
+  out = record("fused_attention", out, inputs,
+               [inputs, w = weights, d, scale, layout](const Tensor& g) {
+                 std::vector<Tensor> grads;
+                 for (const Tensor& input : inputs)
+                   grads.push_back(Tensor::empty(input.shape(), input.dtype()));
+                 dispatch(g.dtype(), [&]<class T>() {
+                   backward<T>(g.data<T>(), layout.template of<const T>(inputs), w.data<T>(), d,
+                               static_cast<T>(scale), layout.template of<T>(grads));
+                 });
+                 return grads;
+               });
+  return {out, weights};
+}
+
+// T is float or const float (then the tensors may be const), and the same for double.
+struct SeparateLayout {
+  Dims d;
+  template <class T, class Tensors>
+  Operands<T> of(Tensors& t) const {
+    using Value = std::remove_const_t<T>;
+    return separate<T>(t[0].template data<Value>(), t[1].template data<Value>(),
+                       t[2].template data<Value>(), d);
+  }
+};
+
+struct PackedLayout {
+  Dims d;
+  template <class T, class Tensors>
+  Operands<T> of(Tensors& t) const {
+    return packed<T>(t[0].template data<std::remove_const_t<T>>(), d);
+  }
+};
 
 }  // namespace
 
 FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                const AttentionMaskSpec& mask, double scale) {
   const Dims d = check_shapes(q, k, v, mask);
-  const MaskView view(mask, d);
-  Tensor out = Tensor::empty(q.shape(), q.dtype());
-  Tensor weights = Tensor::empty({d.B, d.H, d.Tq, d.Tk}, q.dtype());
-  dispatch(q.dtype(),
-           [&]<class T>() { forward<T>(q, k, v, d, view, static_cast<T>(scale), out, weights); });
-  out =
-      record("fused_attention", out, {q, k, v}, [q, k, v, w = weights, d, scale](const Tensor& g) {
-        Tensor dq = Tensor::empty(q.shape(), q.dtype());
-        Tensor dk = Tensor::empty(k.shape(), k.dtype());
-        Tensor dv = Tensor::empty(v.shape(), v.dtype());
-        dispatch(q.dtype(), [&]<class T>() {
-          backward<T>(g, q, k, v, w, d, static_cast<T>(scale), dq, dk, dv);
-        });
-        return std::vector<Tensor>{dq, dk, dv};
-      });
-  return {out, weights};
+  return run({q, k, v}, d, mask, scale, SeparateLayout{d});
+}
+
+FusedAttention fused_attention_packed(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
+                                      const AttentionMaskSpec& mask, double scale) {
+  const Dims d = check_packed_shape(qkv, num_heads, num_kv_heads, mask);
+  return run({qkv}, d, mask, scale, PackedLayout{d});
 }
 
 }  // namespace gradlab

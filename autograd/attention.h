@@ -29,4 +29,12 @@ struct FusedAttention {
 FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                const AttentionMaskSpec& mask, double scale);
 
+// Self-attention on one packed buffer: qkv [B, T, H + 2 KV, D] holds, for each position, the H
+// query heads, then the KV key heads, then the KV value heads (what one projection by the three
+// weights stacked produces). Computes what fused_attention computes on those three slices, and
+// its gradient comes back in the same packed layout, so that the projection's backward is one
+// GEMM.
+FusedAttention fused_attention_packed(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
+                                      const AttentionMaskSpec& mask, double scale);
+
 }  // namespace gradlab

@@ -172,6 +172,15 @@ std::vector<OpCheck> make_checks() {
             .output;
       }));
 
+  // The same on one packed buffer [B, T, H + 2 KV, D]: H = 4, KV = 2.
+  add_check(normal_check("fused_attention_packed", {{3, 5, 8, 6}}, [](const Inputs& x) {
+    std::vector<uint8_t> pad(15, 0);
+    pad[4] = pad[13] = 1;
+    const Mask padding({3, 5}, pad);
+    return fused_attention_packed(x[0], 4, 2, {.causal = true, .key_padding = &padding}, 0.6)
+        .output;
+  }));
+
   // Normalisation.
   add_check(normal_check("layer_norm", {{2, 3, 5}, {5}, {5}},
                          [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); }));

@@ -109,12 +109,7 @@ AttentionOutput MultiHeadAttention::forward_with_weights(const Tensor& query,
   const int64_t B = query.size(0), Tq = query.size(1), Tk = key_value.size(1);
   const int64_t H = num_heads_, KV = num_kv_heads_, G = H / KV, D = head_dim_;
 
-  // Project first: each head reads its own learned subspace of X.
-  const Tensor q = q_proj->forward(query);      // [B, Tq, H*D]
-  const Tensor k = k_proj->forward(key_value);  // [B, Tk, KV*D]
-  const Tensor v = v_proj->forward(key_value);  // [B, Tk, KV*D]
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-
   const bool dropout_active = drop_->p > 0 && drop_->is_training();
   if (!trace && !dropout_active && !masks.additive_mask.defined()) {
     // The fused kernel reads the heads in place ([B, T, H, D]) and computes the same thing as
@@ -123,11 +118,27 @@ AttentionOutput MultiHeadAttention::forward_with_weights(const Tensor& query,
         .causal = masks.causal,
         .key_padding = masks.key_padding_mask ? &*masks.key_padding_mask : nullptr,
         .attn_mask = masks.attn_mask ? &*masks.attn_mask : nullptr};
-    const FusedAttention fused =
-        fused_attention(reshape(q, {B, Tq, H, D}), reshape(k, {B, Tk, KV, D}),
-                        reshape(v, {B, Tk, KV, D}), spec, scale);
+    FusedAttention fused;
+    if (query.same(key_value)) {
+      // Self-attention projects X once by the three weights stacked: one GEMM forward and one
+      // backward instead of three each, and no sum of three gradients for X.
+      const Tensor weight = concat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);
+      const Tensor bias =
+          q_proj->bias.defined() ? concat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : Tensor();
+      const Tensor qkv = linear(query, weight, bias);  // [B, T, (H + 2 KV) * D]
+      fused = fused_attention_packed(reshape(qkv, {B, Tq, H + 2 * KV, D}), H, KV, spec, scale);
+    } else {
+      fused = fused_attention(reshape(q_proj->forward(query), {B, Tq, H, D}),
+                              reshape(k_proj->forward(key_value), {B, Tk, KV, D}),
+                              reshape(v_proj->forward(key_value), {B, Tk, KV, D}), spec, scale);
+    }
     return {out_proj->forward(reshape(fused.output, {B, Tq, H * D})), fused.weights};
   }
+
+  // Project first: each head reads its own learned subspace of X.
+  const Tensor q = q_proj->forward(query);      // [B, Tq, H*D]
+  const Tensor k = k_proj->forward(key_value);  // [B, Tk, KV*D]
+  const Tensor v = v_proj->forward(key_value);  // [B, Tk, KV*D]
 
   // The composed path, step by step.
   const Tensor q_heads = transpose(reshape(q, {B, Tq, H, D}), 1, 2);   // [B, H, Tq, D]

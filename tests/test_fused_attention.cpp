@@ -15,6 +15,7 @@ struct Case {
   int64_t batch, tq, tk;
   bool causal;
   bool padding;
+  bool self_input = false;  // key_value is the query tensor itself (the packed projection)
 };
 
 struct Result {
@@ -29,7 +30,8 @@ Result run(const Case& c, bool composed) {
   attn.to(DType::Float64);
   Generator data(4);
   Tensor x = Tensor::randn({c.batch, c.tq, c.config.d_model}, data, DType::Float64);
-  Tensor kv = Tensor::randn({c.batch, c.tk, c.config.d_model}, data, DType::Float64);
+  Tensor kv =
+      c.self_input ? x : Tensor::randn({c.batch, c.tk, c.config.d_model}, data, DType::Float64);
   x.set_requires_grad();
   kv.set_requires_grad();
   AttentionMasks masks;
@@ -69,6 +71,23 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Case{"self", {.d_model = 12, .num_heads = 3}, 2, 5, 5, false, false},
         Case{"causal_padding", {.d_model = 12, .num_heads = 3}, 2, 5, 5, true, true},
+        Case{"self_same_input", {.d_model = 12, .num_heads = 3}, 2, 5, 5, true, true, true},
+        Case{"gqa_same_input",
+             {.d_model = 24, .num_heads = 4, .num_kv_heads = 2},
+             3,
+             5,
+             5,
+             true,
+             false,
+             true},
+        Case{"mqa_same_input_no_bias",
+             {.d_model = 12, .num_heads = 3, .num_kv_heads = 1, .bias = false},
+             2,
+             7,
+             7,
+             false,
+             true,
+             true},
         Case{"cross", {.d_model = 12, .num_heads = 3}, 2, 5, 7, false, true},
         Case{"gqa", {.d_model = 24, .num_heads = 4, .num_kv_heads = 2}, 3, 5, 5, true, false},
         Case{"mqa_cross",
@@ -91,6 +110,41 @@ TEST(FusedAttention, FullyMaskedRowGivesZeroOutputAndGradient) {
   sum(out.output).backward();
   EXPECT_TRUE(allclose(q.grad(), Tensor::zeros(q.shape(), DType::Float64), 0, 0));
   EXPECT_TRUE(allclose(v.grad(), Tensor::zeros(v.shape(), DType::Float64), 0, 0));
+}
+
+// The packed kernel computes what the separate one computes on the three slices of its buffer,
+// with the gradient of each slice in its place.
+TEST(FusedAttention, PackedMatchesSeparateOperands) {
+  const int64_t B = 2, T = 5, H = 4, KV = 2, D = 3;
+  Generator gen(7);
+  Tensor qkv = Tensor::randn({B, T, H + 2 * KV, D}, gen, DType::Float64).set_requires_grad();
+  Tensor q = narrow(qkv, 2, 0, H).detach().set_requires_grad();
+  Tensor k = narrow(qkv, 2, H, KV).detach().set_requires_grad();
+  Tensor v = narrow(qkv, 2, H + KV, KV).detach().set_requires_grad();
+  const Mask padding({B, T}, {0, 0, 0, 0, 1, 0, 0, 0, 1, 1});
+  const AttentionMaskSpec spec{.causal = true, .key_padding = &padding};
+  const Tensor upstream = Tensor::randn({B, T, H, D}, gen, DType::Float64);
+
+  const FusedAttention packed = fused_attention_packed(qkv, H, KV, spec, 0.7);
+  const FusedAttention separate = fused_attention(q, k, v, spec, 0.7);
+  EXPECT_TRUE(allclose(packed.output, separate.output, 0, 0));
+  EXPECT_TRUE(allclose(packed.weights, separate.weights, 0, 0));
+  sum(packed.output * upstream).backward();
+  sum(separate.output * upstream).backward();
+  EXPECT_TRUE(allclose(qkv.grad(), concat({q.grad(), k.grad(), v.grad()}, 2), 0, 0));
+}
+
+TEST(FusedAttention, PackedRejectsAHeadCountThatDoesNotMatch) {
+  Generator gen(8);
+  const Tensor qkv = Tensor::randn({2, 5, 7, 3}, gen);
+  try {
+    fused_attention_packed(qkv, 4, 2, {}, 0.5);  // needs 4 + 2 * 2 = 8 heads
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("fused_attention_packed"), std::string::npos) << what;
+    EXPECT_NE(what.find("[2,5,7,3]"), std::string::npos) << what;
+  }
 }
 
 TEST(FusedAttention, RejectsHeadsThatDoNotGroup) {

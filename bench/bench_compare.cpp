@@ -3,6 +3,7 @@
 //
 //   mha_fwd_bwd/B*_T*_C*_H*   nn::MultiHeadAttention forward, loss = sum(out * upstream), backward
 //   train_step/copy_default   one Trainer::train_step() of the default copy-task run
+//   step_products/copy_default the matrix products of that step alone (bench_shared.h)
 //   matmul/N*                 square float32 matmul, GFLOP/s in the FLOPS counter
 //
 // Each benchmark runs a fixed number of iterations after an untimed warm-up, so one process
@@ -17,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/gemm.h"
+#include "autograd/kernels.h"
 #include "autograd/ops.h"
 #include "bench/bench_shared.h"
 #include "nn/attention.h"
@@ -112,6 +115,46 @@ void BM_TrainStep(benchmark::State& state) {
   state.counters["check"] = check;
 }
 
+// Each product through the GEMM kernel with the threading rule of gradlab's matmul: one large
+// product splits its rows across threads, a batch of small ones takes a thread per product.
+void BM_StepProducts(benchmark::State& state) {
+  const std::vector<gb::Product> products = gb::step_products(gb::CopySpec{});
+  struct Buffers {
+    std::vector<float> a, b, c;
+  };
+  std::vector<Buffers> buffers;
+  for (size_t i = 0; i < products.size(); ++i) {
+    const gb::Product& p = products[i];
+    const std::string tag = std::string(gb::step_products_name()) + "/" + std::to_string(i);
+    buffers.push_back({gb::normal_values(tag + "/a", p.batch * p.m * p.k, 1.0),
+                       gb::normal_values(tag + "/b", p.batch * p.k * p.n, 1.0),
+                       std::vector<float>(static_cast<size_t>(p.batch * p.m * p.n))});
+  }
+  auto run_all = [&] {
+    for (size_t i = 0; i < products.size(); ++i) {
+      const gb::Product& p = products[i];
+      Buffers& x = buffers[i];
+      const bool parallel = p.batch * p.m * p.n * p.k > gradlab::kernels::kParallelGemmFlops;
+#pragma omp parallel for if (parallel && p.batch > 1) schedule(static)
+      for (int64_t j = 0; j < p.batch; ++j) {
+        gradlab::kernels::gemm<float>(
+            p.m, p.n, p.k, {x.a.data() + j * p.m * p.k, p.transposed_a ? p.m : p.k, p.transposed_a},
+            {x.b.data() + j * p.k * p.n, p.transposed_b ? p.k : p.n, p.transposed_b},
+            x.c.data() + j * p.m * p.n, p.n, false, nullptr, parallel && p.batch == 1);
+      }
+    }
+  };
+  run_all();  // warm-up
+  double check = 0;
+  for (const Buffers& x : buffers) check += x.c[0];
+  for (auto _ : state) {
+    run_all();
+    benchmark::ClobberMemory();
+  }
+  state.counters["check"] = check;
+  state.counters["flops"] = gb::step_products_flops(gb::CopySpec{});  // per iteration
+}
+
 void BM_MatmulSquare(benchmark::State& state, int64_t n) {
   const std::string tag = gb::matmul_name(n);
   const Tensor a = Tensor::from_vector(gb::normal_values(tag + "/a", n * n, 1.0), {n, n});
@@ -141,6 +184,10 @@ void BM_MatmulSquare(benchmark::State& state, int64_t n) {
         ->UseRealTime();
   }
   benchmark::RegisterBenchmark(gb::train_step_name(), BM_TrainStep)
+      ->Iterations(gb::train_step_iterations())
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(gb::step_products_name(), BM_StepProducts)
       ->Iterations(gb::train_step_iterations())
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();

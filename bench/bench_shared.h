@@ -175,6 +175,52 @@ inline int64_t train_step_warmup() {
   return 3;
 }
 
+// The matrix products of one training step of the default copy model, forward and backward:
+// each engine's time for these alone is a floor under its training step. c [m, n] = op(a) op(b)
+// with a stored [m, k] (transposed: [k, m]) and b stored [k, n] (transposed: [n, k]), `batch`
+// independent products of the shape. The list is the textbook one (three Q/K/V projections,
+// per-head attention products) whatever either engine fuses: the same flops on both sides.
+struct Product {
+  int64_t batch, m, n, k;
+  bool transposed_a, transposed_b;
+};
+
+inline std::vector<Product> step_products(const CopySpec& c) {
+  const int64_t rows = c.batch * c.seq, C = c.d_model, F = c.d_ff, T = c.seq;
+  const int64_t heads = c.batch * c.heads, D = C / c.heads;
+  std::vector<Product> p;
+  // A linear layer x [rows, in] -> [rows, out]: x W^T; backward dX = dY W, dW = dY^T x.
+  auto linear = [&](int64_t in, int64_t out) {
+    p.push_back({1, rows, out, in, false, true});
+    p.push_back({1, rows, in, out, false, false});
+    p.push_back({1, out, in, rows, true, false});
+  };
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    for (int i = 0; i < 4; ++i) linear(C, C);  // Q, K, V, output projections
+    linear(C, F);
+    linear(F, C);
+    p.push_back({heads, T, T, D, false, true});   // scores Q K^T
+    p.push_back({heads, T, D, T, false, false});  // weights V
+    p.push_back({heads, T, D, T, true, false});   // dV = W^T dO
+    p.push_back({heads, T, T, D, false, true});   // dW = dO V^T
+    p.push_back({heads, T, D, T, false, false});  // dQ = dS K
+    p.push_back({heads, T, D, T, true, false});   // dK = dS^T Q
+  }
+  linear(C, c.vocab);  // the output head
+  return p;
+}
+
+inline double step_products_flops(const CopySpec& c) {
+  double flops = 0;
+  for (const Product& q : step_products(c))
+    flops += 2.0 * static_cast<double>(q.batch * q.m * q.n) * static_cast<double>(q.k);
+  return flops;
+}
+
+inline const char* step_products_name() {
+  return "step_products/copy_default";
+}
+
 // gradlab's constant schedule: linear warm-up lr * s / warmup for s < warmup, then lr.
 inline double learning_rate(const CopySpec& c, int64_t step) {
   if (c.warmup > 0 && step < c.warmup) {

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -263,6 +264,50 @@ int copy_run() {
   return reached ? 0 : 3;
 }
 
+// --- Workload 3b: the products of one training step, through libtorch's mm and bmm ----------
+
+void BM_StepProducts(benchmark::State& state) {
+  torch::NoGradGuard no_grad;
+  const std::vector<gb::Product> products = gb::step_products(gb::CopySpec{});
+  std::vector<std::array<torch::Tensor, 3>> operands;  // op(a), op(b) (views), c
+  for (size_t i = 0; i < products.size(); ++i) {
+    const gb::Product& p = products[i];
+    const std::string tag = std::string(gb::step_products_name()) + "/" + std::to_string(i);
+    const std::vector<int64_t> a_shape = p.transposed_a ? std::vector<int64_t>{p.batch, p.k, p.m}
+                                                        : std::vector<int64_t>{p.batch, p.m, p.k};
+    const std::vector<int64_t> b_shape = p.transposed_b ? std::vector<int64_t>{p.batch, p.n, p.k}
+                                                        : std::vector<int64_t>{p.batch, p.k, p.n};
+    torch::Tensor a = tensor(gb::normal_values(tag + "/a", p.batch * p.m * p.k, 1.0), a_shape);
+    torch::Tensor b = tensor(gb::normal_values(tag + "/b", p.batch * p.k * p.n, 1.0), b_shape);
+    if (p.transposed_a) a = a.transpose(1, 2);
+    if (p.transposed_b) b = b.transpose(1, 2);
+    if (p.batch == 1) {
+      a = a.squeeze(0);
+      b = b.squeeze(0);
+    }
+    operands.push_back({a, b,
+                        torch::empty(p.batch == 1 ? std::vector<int64_t>{p.m, p.n}
+                                                  : std::vector<int64_t>{p.batch, p.m, p.n})});
+  }
+  auto run_all = [&] {
+    for (auto& [a, b, c] : operands) {
+      if (a.dim() == 2) {
+        torch::mm_out(c, a, b);
+      } else {
+        torch::bmm_out(c, a, b);
+      }
+    }
+  };
+  run_all();  // warm-up
+  double check = 0;
+  for (const auto& o : operands) check += o[2].flatten()[0].item<double>();
+  for (auto _ : state) {
+    run_all();
+    benchmark::ClobberMemory();
+  }
+  state.counters["check"] = check;
+}
+
 // --- Workload 4: square matmul ---------------------------------------------------------------
 
 void BM_MatmulSquare(benchmark::State& state, int64_t n) {
@@ -293,6 +338,10 @@ void register_benchmarks() {
         ->UseRealTime();
   }
   benchmark::RegisterBenchmark(gb::train_step_name(), BM_TrainStep)
+      ->Iterations(gb::train_step_iterations())
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(gb::step_products_name(), BM_StepProducts)
       ->Iterations(gb::train_step_iterations())
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();

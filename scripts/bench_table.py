@@ -60,6 +60,9 @@ def workloads():
         })
     out.append({"key": "train_step/copy_default", "label": "train step, default copy model",
                 "kind": "gbench", "flops": None})
+    out.append({"key": "step_products/copy_default",
+                "label": "that step's matrix products alone", "kind": "gbench",
+                "flops": None})  # from the benchmark's own `flops` counter
     out.append({"key": "copy_run/to_99", "label": "copy run to 99% exact match",
                 "kind": "copy_run", "flops": None})
     for n in MATMUL_SIZES:
@@ -203,6 +206,7 @@ class Runner:
             raise SystemExit(f"bench: {key} on {engine}: {r.get('error_message')}")
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[r["time_unit"]]
         return {"seconds": r["real_time"] * scale, "rss_mib": rss, "check": r.get("check"),
+                "flops": r.get("flops"),
                 "context": {k: data["context"].get(k) for k in ("blas", "openblas_core")}}
 
     def copy_run_once(self, engine, threads, index):
@@ -250,6 +254,8 @@ def summarize(samples):
     checks = [s.get("check") for s in samples if s.get("check") is not None]
     if checks:
         out["check"] = checks[0]
+    if samples[0].get("flops"):
+        out["flops"] = samples[0]["flops"]
     return out
 
 
@@ -292,8 +298,9 @@ def build_rows(results, have_torch):
         if have_torch:
             details.append([r["label"], str(r["threads"]), time_cell(r["as-is"]),
                             time_cell(r["tuned"])])
-            # Same inputs on both sides: the first loss (MHA) or C[0,0] (matmul) must agree.
-            if r["key"].startswith(("mha", "matmul")) and "check" in g and "check" in ref:
+            # Same inputs on both sides: the first loss (MHA), C[0,0] (matmul) or the sum of
+            # each product's first element (step products) must agree.
+            if r["key"].startswith(("mha", "matmul", "step_products")) and "check" in g and "check" in ref:
                 a, b = g["check"], ref["check"]
                 rel = abs(a - b) / max(abs(a), abs(b), 1e-12)
                 r["check_rel_diff"] = rel
@@ -368,6 +375,7 @@ def run_all(args, runner):
                  "flops": work["flops"], "samples": samples}
             for e, s in samples.items():
                 r[e] = summarize(s)
+            r["flops"] = r["flops"] or r["gradlab"].get("flops")
             results.append(r)
             msg = f"{work['key']:<32} threads={threads}  gradlab {time_cell(r['gradlab'])}"
             for e in runner.engines()[1:]:

@@ -40,9 +40,9 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
       const T* yv = y.data<T>();
       const T* gv = g.data<T>();
       T* d = dx.data<T>();
-      const int64_t n = x.numel();
-#pragma omp parallel for simd if (n > kernels::kParallelThreshold)
-      for (int64_t i = 0; i < n; ++i) d[i] = gv[i] * static_cast<T>(df(xv[i], yv[i]));
+      kernels::for_chunks(x.numel(), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) d[i] = gv[i] * static_cast<T>(df(xv[i], yv[i]));
+      });
     });
     return std::vector<Tensor>{dx};
   });

@@ -145,28 +145,27 @@ Tensor relu(const Tensor& x) {
 
 // GELU runs on Eigen arrays: their erf and exp are vectorised for float (a rational erf
 // accurate to a few ulp), and fall back to std::erf for double, which gradient checks need.
-// The forward keeps Phi(x) for the backward, which then needs only an exp.
+// The backward computes Phi(x) again rather than keeping it from the forward: writing and
+// reading back a tensor the size of the feed-forward's hidden layer cost more than the erf.
 Tensor gelu(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  Tensor cdf = Tensor::empty(x.shape(), x.dtype());  // Phi(x)
   dispatch(x.dtype(), [&]<class T>() {
     using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
     const Eigen::Map<const Array> v(x.data<T>(), x.numel());
-    Eigen::Map<Array> phi(cdf.data<T>(), x.numel());
-    phi = T(0.5) * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf());
-    Eigen::Map<Array>(out.data<T>(), x.numel()) = v * phi;
+    Eigen::Map<Array>(out.data<T>(), x.numel()) =
+        v * (T(0.5) * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf()));
   });
-  return record("gelu", out, {x}, [x, cdf](const Tensor& g) {
+  return record("gelu", out, {x}, [x](const Tensor& g) {
     Tensor dx = Tensor::empty(x.shape(), x.dtype());
     dispatch(x.dtype(), [&]<class T>() {
       using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
       const Eigen::Map<const Array> v(x.data<T>(), x.numel());
       const Eigen::Map<const Array> gv(g.data<T>(), g.numel());
-      const Eigen::Map<const Array> phi(cdf.data<T>(), x.numel());
       // d/dx x Phi(x) = Phi(x) + x phi(x), with phi the normal density.
       const T inv_sqrt_2pi = T(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
       Eigen::Map<Array>(dx.data<T>(), x.numel()) =
-          gv * (phi + v * inv_sqrt_2pi * (T(-0.5) * v * v).exp());
+          gv * (T(0.5) * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf()) +
+                v * inv_sqrt_2pi * (T(-0.5) * v * v).exp());
     });
     return std::vector<Tensor>{dx};
   });

@@ -12,6 +12,10 @@
 // (KV = H is standard MHA, KV = 1 is MQA). Parameters: 4C^2 (+4C biases) for standard MHA,
 // independent of H; 2C^2 + 2*C*KV*D (+ biases) with grouped K/V heads.
 //
+// Without a trace, dropout or an additive mask, the fused kernel (autograd/attention.h) computes
+// the same thing without the transposed copies; in self-attention (key_value is query itself)
+// X is projected once by the three weights stacked, still three named parameters.
+//
 // A query row whose keys are all masked has weights of 0 everywhere, so its attention result
 // (before W_O, which then adds its bias) is 0 and no gradient flows through it: never NaN.
 #pragma once

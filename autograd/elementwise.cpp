@@ -151,21 +151,25 @@ Tensor gelu(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(), [&]<class T>() {
     using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-    const Eigen::Map<const Array> v(x.data<T>(), x.numel());
-    Eigen::Map<Array>(out.data<T>(), x.numel()) =
-        v * (T(0.5) * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf()));
+    kernels::for_chunks(x.numel(), [&](int64_t begin, int64_t end) {
+      const Eigen::Map<const Array> v(x.data<T>() + begin, end - begin);
+      Eigen::Map<Array>(out.data<T>() + begin, end - begin) =
+          v * (T(0.5) * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf()));
+    });
   });
   return record("gelu", out, {x}, [x](const Tensor& g) {
     Tensor dx = Tensor::empty(x.shape(), x.dtype());
     dispatch(x.dtype(), [&]<class T>() {
       using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-      const Eigen::Map<const Array> v(x.data<T>(), x.numel());
-      const Eigen::Map<const Array> gv(g.data<T>(), g.numel());
       // d/dx x Phi(x) = Phi(x) + x phi(x), with phi the normal density.
       const T inv_sqrt_2pi = T(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
-      Eigen::Map<Array>(dx.data<T>(), x.numel()) =
-          gv * (T(0.5) * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf()) +
-                v * inv_sqrt_2pi * (T(-0.5) * v * v).exp());
+      kernels::for_chunks(x.numel(), [&](int64_t begin, int64_t end) {
+        const Eigen::Map<const Array> v(x.data<T>() + begin, end - begin);
+        const Eigen::Map<const Array> gv(g.data<T>() + begin, end - begin);
+        Eigen::Map<Array>(dx.data<T>() + begin, end - begin) =
+            gv * (T(0.5) * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf()) +
+                  v * inv_sqrt_2pi * (T(-0.5) * v * v).exp());
+      });
     });
     return std::vector<Tensor>{dx};
   });

@@ -44,7 +44,15 @@ Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool tran
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
     T* op = out.data<T>();
-#pragma omp parallel for if (parallel && count > 1) schedule(static)
+    const T* bias_p = bias ? bias->data<T>() : nullptr;
+    if (count == 1) {
+      // Not inside the loop's parallel region below, even an inactive one: a parallel region
+      // nested in it gets a freshly created thread (one per product) instead of the pool's.
+      kernels::gemm<T>(m, n, k, {ap, trans_a ? m : k, trans_a}, {bp, trans_b ? k : n, trans_b}, op,
+                       n, /*accumulate=*/false, bias_p, parallel);
+      return;
+    }
+#pragma omp parallel for if (parallel) schedule(static)
     for (int64_t i = 0; i < count; ++i) {
       int64_t oa = 0, ob = 0, rest = i;
       for (size_t axis = batch.size(); axis-- > 0;) {
@@ -55,8 +63,7 @@ Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool tran
       }
       kernels::gemm<T>(m, n, k, {ap + oa * m * k, trans_a ? m : k, trans_a},
                        {bp + ob * k * n, trans_b ? k : n, trans_b}, op + i * m * n, n,
-                       /*accumulate=*/false, bias ? bias->data<T>() : nullptr,
-                       parallel && count == 1);
+                       /*accumulate=*/false, bias_p, false);
     }
   });
   return out;

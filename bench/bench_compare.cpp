@@ -135,13 +135,18 @@ void BM_StepProducts(benchmark::State& state) {
       const gb::Product& p = products[i];
       Buffers& x = buffers[i];
       const bool parallel = p.batch * p.m * p.n * p.k > gradlab::kernels::kParallelGemmFlops;
-#pragma omp parallel for if (parallel && p.batch > 1) schedule(static)
-      for (int64_t j = 0; j < p.batch; ++j) {
+      auto product = [&](int64_t j, bool split_rows) {
         gradlab::kernels::gemm<float>(
             p.m, p.n, p.k, {x.a.data() + j * p.m * p.k, p.transposed_a ? p.m : p.k, p.transposed_a},
             {x.b.data() + j * p.k * p.n, p.transposed_b ? p.k : p.n, p.transposed_b},
-            x.c.data() + j * p.m * p.n, p.n, false, nullptr, parallel && p.batch == 1);
+            x.c.data() + j * p.m * p.n, p.n, false, nullptr, split_rows);
+      };
+      if (p.batch == 1) {
+        product(0, parallel);  // outside any parallel region, as matmul does
+        continue;
       }
+#pragma omp parallel for if (parallel) schedule(static)
+      for (int64_t j = 0; j < p.batch; ++j) product(j, false);
     }
   };
   run_all();  // warm-up

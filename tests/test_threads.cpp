@@ -1,11 +1,29 @@
 // The number of threads changes how fast a run goes, not what it computes: the default copy
-// model's losses with 1 and 2 threads agree to 1e-6 relative at every step. And gradlab makes
-// idle OpenMP threads sleep unless the user chose otherwise.
+// model's losses with 1 and 2 threads agree to 1e-6 relative at every step. Steady-state steps
+// reuse OpenMP's threads instead of starting new ones. And gradlab makes idle OpenMP threads
+// sleep unless the user chose otherwise.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <pthread.h>
 
+#include <atomic>
 #include <cmath>
 #include <string>
+
+namespace {
+std::atomic<int> threads_started{0};
+}  // namespace
+
+// Counts the threads this process starts: the test binary's definition comes first in symbol
+// lookup, so libgomp's calls land here before going on to the C library's.
+extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                              void* arg) {
+  using Create = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static const auto next = reinterpret_cast<Create>(dlsym(RTLD_NEXT, "pthread_create"));
+  threads_started.fetch_add(1);
+  return next(thread, attr, start, arg);
+}
 
 #include "cli_runner.h"
 #include "tests/test_helpers.h"
@@ -34,6 +52,24 @@ TEST(Threads, OneAndTwoThreadsGiveTheSameLossesEveryStep) {
   for (size_t i = 0; i < one.size(); ++i) {
     EXPECT_LE(std::abs(one[i] - two[i]), 1e-6 * std::abs(one[i])) << "step " << i + 1;
   }
+}
+
+// A parallel region nested in another one, even one running on a single thread, gets a newly
+// created thread each time instead of the pool's: matrix products did that once, every call.
+TEST(Threads, TwoThreadStepsStartNoNewThreads) {
+  const int previous = omp_get_max_threads();
+  omp_set_num_threads(2);
+  RunConfig config;
+  config.eval_size = 16;
+  config.threads = 2;
+  finalize(config);
+  Trainer trainer(config);
+  trainer.train_step();  // the pool starts its thread here
+  const int before = threads_started.load();
+  for (int i = 0; i < 3; ++i) trainer.train_step();
+  const int started = threads_started.load() - before;
+  omp_set_num_threads(previous);
+  EXPECT_EQ(started, 0) << "threads started by 3 steady-state training steps";
 }
 
 // libgomp prints its settings at start-up when OMP_DISPLAY_ENV=verbose; the last block printed

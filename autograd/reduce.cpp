@@ -47,23 +47,39 @@ void sum_into(const T* x, const Shape& x_shape, T* out, const Shape& kept) {
   const int64_t inner = x_shape[rank - 1];
   const int64_t inner_stride = out_strides[rank - 1];
   const int64_t rows = n / inner;
-  for (int64_t row = 0; row < rows; ++row) {
+  // Summing over every leading axis (a bias gradient) keeps one row of out: no index arithmetic.
+  const bool one_out_row =
+      std::all_of(out_strides.begin(), out_strides.end() - 1, [](int64_t s) { return s == 0; });
+  auto out_offset = [&](int64_t row) {
+    if (one_out_row) return int64_t{0};
     int64_t offset = 0, rest = row;
     for (size_t axis = rank - 1; axis-- > 0;) {
       offset += (rest % x_shape[axis]) * out_strides[axis];
       rest /= x_shape[axis];
     }
-    const T* xr = x + row * inner;
-    T* o = out + offset;
-    if (inner_stride == 0) {
+    return offset;
+  };
+  if (inner_stride == 0) {
+    for (int64_t row = 0; row < rows; ++row) {
+      const T* xr = x + row * inner;
       T acc = 0;
 #pragma omp simd reduction(+ : acc)
       for (int64_t j = 0; j < inner; ++j) acc += xr[j];
-      o[0] += acc;
-    } else {
-      for (int64_t j = 0; j < inner; ++j) o[j] += xr[j];
+      out[out_offset(row)] += acc;
     }
+    return;
   }
+  // The last axis is kept (a bias gradient, say): threads take ranges of it, each adding every
+  // row's part in row order, so no element is shared and the order does not depend on threads.
+  // The chunks of all n elements that for_chunks hands out map to column ranges.
+  kernels::for_chunks(n, [&](int64_t begin, int64_t end) {
+    const int64_t first = begin / rows, last = end / rows;  // columns [first, last)
+    for (int64_t row = 0; row < rows; ++row) {
+      const T* xr = x + row * inner;
+      T* o = out + out_offset(row);
+      for (int64_t j = first; j < last; ++j) o[j] += xr[j];
+    }
+  });
 }
 
 // The reduction shared by sum and sum_to: result has shape `kept` (keepdim layout).

@@ -410,8 +410,9 @@ def render(meta, results):
         f"Measured {started:%Y-%m-%d %H:%M %Z} by `./scripts/bench.sh` in "
         f"{meta['elapsed'] / 60:.1f} min.",
         "",
-        f"- gradlab: commit `{meta['revision']}` (`-dirty`: with uncommitted changes), "
-        "Release build.",
+        f"- gradlab: commit `{meta['revision']}`"
+        + (" (`-dirty`: with uncommitted changes)" if meta["revision"].endswith("-dirty") else "")
+        + ", Release build.",
         f"- Machine: {meta['machine']}, {meta['cpus']} CPUs; load average "
         f"{meta['load_start']:.1f} at the start, {meta['load_end']:.1f} at the end (the "
         "benchmark's own processes count in it).",

@@ -12,8 +12,9 @@ libtorch runs in two environments and the table quotes the faster one:
   tuned  OPENBLAS_CORETYPE unset (or, when OpenBLAS does not recognise the CPU and falls back
          to a pre-AVX kernel, set to the best family the CPU supports), plus glibc malloc
          settings that keep large blocks instead of unmapping them (MALLOC_MMAP_THRESHOLD_,
-         MALLOC_TRIM_THRESHOLD_), and OMP_WAIT_POLICY=PASSIVE, so that libtorch's idle OpenMP
-         threads sleep as gradlab's do (gradlab sets that for itself)
+         MALLOC_TRIM_THRESHOLD_), and OMP_WAIT_POLICY=PASSIVE with GOMP_SPINCOUNT=10000, so
+         that libtorch's idle OpenMP threads spin briefly and then sleep as gradlab's do
+         (gradlab sets that for itself)
 gradlab always runs in the environment as it is.
 """
 
@@ -37,7 +38,9 @@ GENERIC_OPENBLAS_CORES = {
 TUNED_ENV = {
     "MALLOC_MMAP_THRESHOLD_": str(32 << 20),  # the largest glibc accepts: 32 MiB
     "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
-    "OMP_WAIT_POLICY": "PASSIVE",  # what gradlab chooses for itself (train/idle_threads.h)
+    # What gradlab chooses for itself (train/idle_threads.h).
+    "OMP_WAIT_POLICY": "PASSIVE",
+    "GOMP_SPINCOUNT": "10000",
 }
 MHA_SHAPES = [(1, 3, 4, 2), (32, 64, 128, 4), (16, 128, 256, 8), (8, 256, 512, 8)]
 MATMUL_SIZES = [256, 512, 1024, 2048]
@@ -184,7 +187,7 @@ class Runner:
                 detected = self.probe_torch(env)
         self.probe["tuned"] = detected
         self.tuned_settings = {k: env[k] for k in sorted(env)
-                               if k.startswith(("MALLOC_", "OPENBLAS_", "OMP_WAIT_POLICY"))}
+                               if k.startswith(("MALLOC_", "OPENBLAS_", "OMP_WAIT_POLICY", "GOMP_"))}
         return env
 
     def engines(self):

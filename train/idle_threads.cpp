@@ -9,6 +9,7 @@ namespace gradlab::train {
 void make_idle_threads_sleep(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
   if (setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0) != 0) return;
+  setenv("GOMP_SPINCOUNT", kIdleSpinCount, /*overwrite=*/0);
   execv("/proc/self/exe", argv);
   // Still here: no re-execution (no /proc, say). The setting is harmless for children.
 }

@@ -184,6 +184,9 @@ std::vector<OpCheck> make_checks() {
   // Normalisation.
   add_check(normal_check("layer_norm", {{2, 3, 5}, {5}, {5}},
                          [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); }));
+  // 70 rows: the backward sums the weight and bias gradients in blocks of 64 rows.
+  add_check(normal_check("layer_norm_row_blocks", {{5, 14, 3}, {3}, {3}},
+                         [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); }));
   add_check(normal_check("layer_norm_plain", {{3, 7}},
                          [](const Inputs& x) { return layer_norm(x[0], Tensor(), Tensor()); }));
 

@@ -51,7 +51,7 @@ Dims check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
 
 Dims check_packed_shape(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
                         const AttentionMaskSpec& m) {
-  if (qkv.rank() != 4 || num_kv_heads <= 0 || num_heads % num_kv_heads != 0 ||
+  if (qkv.rank() != 4 || num_heads <= 0 || num_kv_heads <= 0 || num_heads % num_kv_heads != 0 ||
       qkv.size(2) != num_heads + 2 * num_kv_heads) {
     throw ShapeError("fused_attention_packed: qkv " + to_string(qkv.shape()) +
                      " is not [B, T, H + 2 KV, D] with H = " + std::to_string(num_heads) +

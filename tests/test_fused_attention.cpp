@@ -145,6 +145,8 @@ TEST(FusedAttention, PackedRejectsAHeadCountThatDoesNotMatch) {
     EXPECT_NE(what.find("fused_attention_packed"), std::string::npos) << what;
     EXPECT_NE(what.find("[2,5,7,3]"), std::string::npos) << what;
   }
+  // No query heads: 0 + 2 * 2 heads match the buffer, but there is nothing to attend with.
+  EXPECT_THROW(fused_attention_packed(Tensor::randn({2, 5, 4, 3}, gen), 0, 2, {}, 0.5), ShapeError);
 }
 
 TEST(FusedAttention, RejectsHeadsThatDoNotGroup) {

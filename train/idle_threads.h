@@ -21,7 +21,9 @@ namespace gradlab::train {
 // variable was already set (by the user, who keeps the last word, or by the re-execution) or
 // when the re-execution could not happen, in which case the program simply runs with libgomp's
 // default.
-inline constexpr const char* kIdleSpinCount = "10000";
 void make_idle_threads_sleep(char** argv);
+
+// GOMP_SPINCOUNT's value above: rounds of a pause instruction, well under a millisecond here.
+inline constexpr const char* kIdleSpinCount = "10000";
 
 }  // namespace gradlab::train

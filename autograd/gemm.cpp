@@ -2,15 +2,11 @@
 
 #include <omp.h>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <utility>
 #include <vector>
+
+#include "autograd/simd.h"
 
 namespace gradlab::kernels {
 namespace {
@@ -19,15 +15,9 @@ namespace {
 // vector of B per column block and the broadcast element of A must fit in the vector registers
 // (32 with AVX-512, 16 below it), or the compiler spills them inside the innermost loop.
 #if defined(__AVX512F__)
-constexpr int kVectorBytes = 64;
 constexpr int kRows = 6;
 constexpr int kMaxVectors = 4;
-#elif defined(__AVX__)
-constexpr int kVectorBytes = 32;
-constexpr int kRows = 4;
-constexpr int kMaxVectors = 3;
 #else
-constexpr int kVectorBytes = 16;
 constexpr int kRows = 4;
 constexpr int kMaxVectors = 3;
 #endif
@@ -47,58 +37,13 @@ constexpr int64_t kBlockRows = 48;
 // place instead of packed (gemm_group).
 constexpr int64_t kInPlaceRows = 4 * kBlockRows;
 
-template <class T>
-using Vec [[gnu::vector_size(kVectorBytes)]] = T;
-template <class T>
-constexpr int kLanes = kVectorBytes / sizeof(T);
-
-template <class T>
-Vec<T> load(const T* p) {
-  Vec<T> v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <class T>
-void store(T* p, Vec<T> v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-// The first `count` (< kLanes) elements of p as a vector, the rest zero; and the first `count`
-// lanes of v stored to p. AVX-512 has masked loads and stores for this; elsewhere the lanes go
-// through a small buffer. Lane-by-lane access to a vector kept the whole tile's accumulators in
-// memory (a visible cost on the short rows of attention's per-head products).
-template <class T>
-Vec<T> load_partial(const T* p, int64_t count) {
-#if defined(__AVX512F__)
-  const auto mask = static_cast<uint16_t>((1u << count) - 1);
-  if constexpr (sizeof(T) == 4) {
-    return reinterpret_cast<Vec<T>>(_mm512_maskz_loadu_ps(mask, p));
-  } else {
-    return reinterpret_cast<Vec<T>>(_mm512_maskz_loadu_pd(static_cast<uint8_t>(mask), p));
-  }
-#else
-  T lanes[kLanes<T>] = {};
-  std::copy_n(p, count, lanes);
-  return load<T>(lanes);
-#endif
-}
-
-template <class T>
-void store_partial(T* p, Vec<T> v, int64_t count) {
-#if defined(__AVX512F__)
-  const auto mask = static_cast<uint16_t>((1u << count) - 1);
-  if constexpr (sizeof(T) == 4) {
-    _mm512_mask_storeu_ps(p, mask, reinterpret_cast<__m512>(v));
-  } else {
-    _mm512_mask_storeu_pd(p, static_cast<uint8_t>(mask), reinterpret_cast<__m512d>(v));
-  }
-#else
-  T lanes[kLanes<T>];
-  store<T>(lanes, v);
-  std::copy_n(lanes, count, p);
-#endif
-}
+using simd::kLanes;
+using simd::kVectorBytes;
+using simd::load;
+using simd::load_partial;
+using simd::store;
+using simd::store_partial;
+using simd::Vec;
 
 // V vectors from row p (cols valid elements, the rest zero).
 template <class T, int V>
@@ -182,29 +127,6 @@ TileFn<T> pick_tile(int vectors) {
   }
 }
 
-// The first (with High, the last) halves of a and b, interleaved: a0 b0 a1 b1 ...
-template <class T, bool High, size_t... I>
-Vec<T> interleave(Vec<T> a, Vec<T> b, std::index_sequence<I...>) {
-  constexpr size_t lanes = kLanes<T>;
-  return __builtin_shufflevector(a, b, ((I % 2 ? lanes : 0) + (High ? lanes / 2 : 0) + I / 2)...);
-}
-
-// Transposes the kLanes x kLanes block whose rows are rows[0 .. kLanes): log2(kLanes) rounds
-// of interleaving row i with row i + kLanes / 2, each a perfect shuffle of the element index.
-template <class T>
-void transpose_block(Vec<T>* rows) {
-  constexpr int lanes = kLanes<T>;
-  constexpr auto all = std::make_index_sequence<lanes>{};
-  for (int round = 1; round < lanes; round *= 2) {
-    Vec<T> next[lanes];
-    for (int i = 0; i < lanes / 2; ++i) {
-      next[2 * i] = interleave<T, false>(rows[i], rows[i + lanes / 2], all);
-      next[2 * i + 1] = interleave<T, true>(rows[i], rows[i + lanes / 2], all);
-    }
-    for (int i = 0; i < lanes; ++i) rows[i] = next[i];
-  }
-}
-
 // op(b)[k0 : k0 + depth, j0 : j0 + cols] as depth steps of `vectors` vectors, zero-padded:
 // a transposed B, or the last, narrower panel of an untransposed one.
 template <class T>
@@ -222,7 +144,7 @@ void pack_panel(MatrixRef<T> b, int64_t k0, int64_t depth, int64_t j0, int64_t c
       for (int64_t p = 0; p < block_depth; p += lanes) {
         Vec<T> rows[lanes];
         for (int64_t r = 0; r < lanes; ++r) rows[r] = load<T>(src + (j + r) * b.stride + p);
-        transpose_block<T>(rows);
+        simd::transpose_block<T>(rows);
         for (int64_t r = 0; r < lanes; ++r) store<T>(panel + (p + r) * width + j, rows[r]);
       }
     }

@@ -1,0 +1,118 @@
+// SIMD vectors as GCC vector types, at the width of the target's registers (AVX-512, AVX or
+// SSE), and the few operations on them that the compiler does not derive from scalar code:
+// partial loads and stores, and the register transpose of a square block. Internal to
+// autograd/ (the GEMM and fused attention).
+#pragma once
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+namespace gradlab::kernels::simd {
+
+#if defined(__AVX512F__)
+constexpr int kVectorBytes = 64;
+#elif defined(__AVX__)
+constexpr int kVectorBytes = 32;
+#else
+constexpr int kVectorBytes = 16;
+#endif
+
+template <class T>
+using Vec [[gnu::vector_size(kVectorBytes)]] = T;
+template <class T>
+constexpr int kLanes = kVectorBytes / sizeof(T);
+
+template <class T>
+Vec<T> load(const T* p) {
+  Vec<T> v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class T>
+void store(T* p, Vec<T> v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// The first `count` (< kLanes) elements of p as a vector, the rest zero; and the first `count`
+// lanes of v stored to p. AVX-512 has masked loads and stores for this; elsewhere the lanes go
+// through a small buffer. Lane-by-lane access to a vector keeps it in memory: a GEMM tile's
+// accumulators stayed on the stack that way.
+template <class T>
+Vec<T> load_partial(const T* p, int64_t count) {
+#if defined(__AVX512F__)
+  const auto mask = static_cast<uint16_t>((1u << count) - 1);
+  if constexpr (sizeof(T) == 4) {
+    return reinterpret_cast<Vec<T>>(_mm512_maskz_loadu_ps(mask, p));
+  } else {
+    return reinterpret_cast<Vec<T>>(_mm512_maskz_loadu_pd(static_cast<uint8_t>(mask), p));
+  }
+#else
+  T lanes[kLanes<T>] = {};
+  std::copy_n(p, count, lanes);
+  return load<T>(lanes);
+#endif
+}
+
+template <class T>
+void store_partial(T* p, Vec<T> v, int64_t count) {
+#if defined(__AVX512F__)
+  const auto mask = static_cast<uint16_t>((1u << count) - 1);
+  if constexpr (sizeof(T) == 4) {
+    _mm512_mask_storeu_ps(p, mask, reinterpret_cast<__m512>(v));
+  } else {
+    _mm512_mask_storeu_pd(p, static_cast<uint8_t>(mask), reinterpret_cast<__m512d>(v));
+  }
+#else
+  T lanes[kLanes<T>];
+  store<T>(lanes, v);
+  std::copy_n(lanes, count, p);
+#endif
+}
+
+// The first `count` (<= kLanes) elements of p, the rest zero; and the first `count` lanes of v
+// stored to p.
+template <class T>
+Vec<T> load_first(const T* p, int64_t count) {
+  return count == kLanes<T> ? load<T>(p) : load_partial<T>(p, count);
+}
+
+template <class T>
+void store_first(T* p, Vec<T> v, int64_t count) {
+  if (count == kLanes<T>) {
+    store<T>(p, v);
+  } else {
+    store_partial<T>(p, v, count);
+  }
+}
+
+// The first (with High, the last) halves of a and b, interleaved: a0 b0 a1 b1 ...
+template <class T, bool High, size_t... I>
+Vec<T> interleave(Vec<T> a, Vec<T> b, std::index_sequence<I...>) {
+  constexpr size_t lanes = kLanes<T>;
+  return __builtin_shufflevector(a, b, ((I % 2 ? lanes : 0) + (High ? lanes / 2 : 0) + I / 2)...);
+}
+
+// Transposes the kLanes x kLanes block whose rows are rows[0 .. kLanes): log2(kLanes) rounds
+// of interleaving row i with row i + kLanes / 2, each a perfect shuffle of the element index.
+template <class T>
+void transpose_block(Vec<T>* rows) {
+  constexpr int lanes = kLanes<T>;
+  constexpr auto all = std::make_index_sequence<lanes>{};
+  for (int round = 1; round < lanes; round *= 2) {
+    Vec<T> next[lanes];
+    for (int i = 0; i < lanes / 2; ++i) {
+      next[2 * i] = interleave<T, false>(rows[i], rows[i + lanes / 2], all);
+      next[2 * i + 1] = interleave<T, true>(rows[i], rows[i + lanes / 2], all);
+    }
+    for (int i = 0; i < lanes; ++i) rows[i] = next[i];
+  }
+}
+
+}  // namespace gradlab::kernels::simd

@@ -9,6 +9,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "autograd/attention_lanes.h"
+#include "autograd/attention_parts.h"
 #include "autograd/gemm.h"
 #include "autograd/graph.h"
 #include "autograd/kernels.h"
@@ -16,10 +18,13 @@
 namespace gradlab {
 namespace {
 
-struct Dims {
-  int64_t B, Tq, Tk, H, KV, D;
-  int64_t group() const { return H / KV; }
-};
+using attention::Dims;
+using attention::head_at;
+using attention::MaskView;
+using attention::Operands;
+using attention::packed;
+using attention::separate;
+using attention::worth_threads;
 
 void check_masks(const Dims& d, const AttentionMaskSpec& m) {
   if (m.key_padding && m.key_padding->shape != Shape{d.B, d.Tk}) {
@@ -63,39 +68,6 @@ Dims check_packed_shape(const Tensor& qkv, int64_t num_heads, int64_t num_kv_hea
   return d;
 }
 
-// Which keys each query of (b, h) may not see.
-class MaskView {
- public:
-  MaskView(const AttentionMaskSpec& spec, const Dims& d) : spec_(spec), tk_(d.Tk) {
-    if (spec.attn_mask) strides_ = broadcast_strides(spec.attn_mask->shape, {d.B, d.H, d.Tq, d.Tk});
-  }
-
-  // Sets the hidden entries of query i's row of scores (Tk of them) to -inf.
-  template <class T>
-  void apply(T* row, int64_t b, int64_t h, int64_t i) const {
-    constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-    if (spec_.causal && i + 1 < tk_) std::fill(row + i + 1, row + tk_, minus_inf);
-    if (spec_.key_padding) {
-      const uint8_t* padding = spec_.key_padding->values.data() + b * tk_;
-      for (int64_t j = 0; j < tk_; ++j) {
-        if (padding[j]) row[j] = minus_inf;
-      }
-    }
-    if (spec_.attn_mask) {
-      const uint8_t* m =
-          spec_.attn_mask->values.data() + b * strides_[0] + h * strides_[1] + i * strides_[2];
-      for (int64_t j = 0; j < tk_; ++j) {
-        if (m[j * strides_[3]]) row[j] = minus_inf;
-      }
-    }
-  }
-
- private:
-  AttentionMaskSpec spec_;
-  int64_t tk_;
-  Shape strides_;
-};
-
 // In place over the [Tq, Tk] scores of one head: scale, mask, then softmax along each row (a
 // fully masked row gives zeros). The exponentials run once over the whole block: row by row,
 // short rows (20 to 64 scores) cost more in call overhead than in arithmetic.
@@ -124,40 +96,6 @@ void masked_softmax(T* w, int64_t rows, int64_t n, T scale, const MaskView& mask
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) s[j] *= inv;
   }
-}
-
-// Multiply-adds of one of the two products, over all heads.
-bool worth_threads(const Dims& d) {
-  return d.B * d.H * d.Tq * d.Tk * d.D > kernels::kParallelFlops;
-}
-
-// Where the heads sit in their buffers. Position i of batch b starts (b * T + i) * stride
-// elements after its operand's base, and head h is D elements after head h - 1. Q, K and V (and
-// their gradients, which share the layout) are three tensors ([B, T, H, D] and [B, T, KV, D]) or
-// three slices of one packed [B, T, H + 2 KV, D] buffer.
-template <class T>
-struct Operands {
-  T* q;
-  T* k;
-  T* v;
-  int64_t q_stride, kv_stride;
-};
-
-template <class T>
-Operands<T> separate(T* q, T* k, T* v, const Dims& d) {
-  return {q, k, v, d.H * d.D, d.KV * d.D};
-}
-
-template <class T>
-Operands<T> packed(T* qkv, const Dims& d) {
-  const int64_t stride = (d.H + 2 * d.KV) * d.D;
-  return {qkv, qkv + d.H * d.D, qkv + (d.H + d.KV) * d.D, stride, stride};
-}
-
-// Head `head` of batch entry b: its [T, D] rows start here.
-template <class P>
-P* head_at(P* base, int64_t stride, int64_t T_, int64_t b, int64_t head, int64_t D) {
-  return base + b * T_ * stride + head * D;
 }
 
 template <class T>
@@ -232,17 +170,29 @@ FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const Atten
   Tensor out = Tensor::empty({d.B, d.Tq, d.H, d.D}, first.dtype());
   Tensor weights = Tensor::empty({d.B, d.H, d.Tq, d.Tk}, first.dtype());
   dispatch(first.dtype(), [&]<class T>() {
-    forward<T>(layout.template of<const T>(inputs), d, view, static_cast<T>(scale), out.data<T>(),
-               weights.data<T>());
+    const auto operands = layout.template of<const T>(inputs);
+    if (attention::lanes_fit<T>(d)) {
+      attention::lanes_forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(),
+                                  weights.data<T>());
+    } else {
+      forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(), weights.data<T>());
+    }
   });
   out = record("fused_attention", out, inputs,
-               [inputs, w = weights, d, scale, layout](const Tensor& g) {
+               [inputs, w = weights, d, causal = mask.causal, scale, layout](const Tensor& g) {
                  std::vector<Tensor> grads;
                  for (const Tensor& input : inputs)
                    grads.push_back(Tensor::empty(input.shape(), input.dtype()));
                  dispatch(g.dtype(), [&]<class T>() {
-                   backward<T>(g.data<T>(), layout.template of<const T>(inputs), w.data<T>(), d,
-                               static_cast<T>(scale), layout.template of<T>(grads));
+                   const auto operands = layout.template of<const T>(inputs);
+                   const auto grad_operands = layout.template of<T>(grads);
+                   if (attention::lanes_fit<T>(d)) {
+                     attention::lanes_backward<T>(g.data<T>(), operands, w.data<T>(), d, causal,
+                                                  static_cast<T>(scale), grad_operands);
+                   } else {
+                     backward<T>(g.data<T>(), operands, w.data<T>(), d, static_cast<T>(scale),
+                                 grad_operands);
+                   }
                  });
                  return grads;
                });

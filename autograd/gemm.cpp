@@ -164,16 +164,6 @@ void pack_panel(MatrixRef<T> b, int64_t k0, int64_t depth, int64_t j0, int64_t c
   }
 }
 
-// A vector-aligned scratch area of `count` elements in a per-thread buffer that only grows, so
-// steady-state calls allocate nothing.
-template <class T>
-T* scratch(std::vector<T>& buffer, int64_t count) {
-  constexpr int64_t slack = kLanes<T>;
-  if (static_cast<int64_t>(buffer.size()) < count + slack) buffer.resize(count + slack);
-  const auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
-  return buffer.data() + (kVectorBytes - address % kVectorBytes) % kVectorBytes / sizeof(T);
-}
-
 // Rows [row_begin, row_end) of c, columns [0, n) (at most one group). Per k-block, B is packed
 // once into panels; then each block of kBlockRows rows of A (read in place, and cached after
 // the first panel) meets every panel. When there are few rows, a panel of an untransposed B whose
@@ -186,7 +176,7 @@ void gemm_group(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, Matrix
   constexpr int64_t width = int64_t{kMaxVectors} * kLanes<T>;
   const int64_t panels = (n + width - 1) / width;
   thread_local std::vector<T> buffer;
-  T* const packed_b = scratch(buffer, panels * kDepth * width);
+  T* const packed_b = simd::aligned_scratch(buffer, panels * kDepth * width);
   // k == 0 still runs one (empty) block, which writes bias or zeros.
   for (int64_t k0 = 0; k0 == 0 || k0 < k; k0 += kDepth) {
     const int64_t depth = std::min(kDepth, k - k0);

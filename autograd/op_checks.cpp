@@ -181,6 +181,28 @@ std::vector<OpCheck> make_checks() {
         .output;
   }));
 
+  // An explicit per-head mask (one query of head 1 sees nothing), with more query heads (8)
+  // than a float64 vector has lanes under AVX-512 (8): two lane groups.
+  add_check(normal_check(
+      "fused_attention_attn_mask", {{3, 4, 8, 5}, {3, 6, 4, 5}, {3, 6, 4, 5}}, [](const Inputs& x) {
+        std::vector<uint8_t> hidden(8 * 4 * 6);
+        for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = (i * 5 + i / 4) % 7 == 0;
+        std::fill_n(hidden.begin() + 4 * 6 + 2 * 6, 6, 1);
+        const Mask mask({8, 4, 6}, hidden);
+        return fused_attention(x[0], x[1], x[2], {.attn_mask = &mask}, 0.8).output;
+      }));
+
+  // 66 keys: beyond the lane kernel, the one GEMM per head (autograd/attention_lanes.h).
+  add_check(normal_check("fused_attention_long_keys", {{2, 3, 4, 5}, {2, 66, 1, 5}, {2, 66, 1, 5}},
+                         [](const Inputs& x) {
+                           std::vector<uint8_t> pad(2 * 66, 0);
+                           pad[65] = pad[70] = 1;
+                           const Mask padding({2, 66}, pad);
+                           return fused_attention(x[0], x[1], x[2],
+                                                  {.causal = true, .key_padding = &padding}, 0.6)
+                               .output;
+                         }));
+
   // Normalisation.
   add_check(normal_check("layer_norm", {{2, 3, 5}, {5}, {5}},
                          [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); }));

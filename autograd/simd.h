@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 namespace gradlab::kernels::simd {
 
@@ -90,6 +91,16 @@ void store_first(T* p, Vec<T> v, int64_t count) {
   } else {
     store_partial<T>(p, v, count);
   }
+}
+
+// A vector-aligned area of `count` elements in a buffer that only grows, so that steady-state
+// calls allocate nothing.
+template <class T>
+T* aligned_scratch(std::vector<T>& buffer, int64_t count) {
+  constexpr int64_t slack = kLanes<T>;
+  if (static_cast<int64_t>(buffer.size()) < count + slack) buffer.resize(count + slack);
+  const auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
+  return buffer.data() + (kVectorBytes - address % kVectorBytes) % kVectorBytes / sizeof(T);
 }
 
 // The first (with High, the last) halves of a and b, interleaved: a0 b0 a1 b1 ...

@@ -1,13 +1,19 @@
-// The fused attention kernel computes exactly what the composed ops compute: outputs, weights
-// and every gradient, in float64, for masks, cross-attention and grouped K/V heads.
+// The fused attention kernels compute exactly what the composed ops compute: outputs, weights
+// and every gradient, in float64, for masks, cross-attention and grouped K/V heads. Short key
+// sequences go to the kernel with one SIMD lane per head, long ones to the kernel with one GEMM
+// per head (autograd/attention_lanes.h); the cases cover both.
 #include <gtest/gtest.h>
 
 #include "autograd/attention.h"
+#include "autograd/attention_lanes.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
 
 namespace gradlab::nn {
 namespace {
+
+// Above the lane kernel's limit (checked by KernelChoiceFollowsSequenceLength).
+constexpr int64_t kLongKeys = 67;
 
 struct Case {
   const char* name;
@@ -16,6 +22,7 @@ struct Case {
   bool causal;
   bool padding;
   bool self_input = false;  // key_value is the query tensor itself (the packed projection)
+  bool attn_mask = false;   // a boolean [H, Tq, Tk] mask as well, one row fully masked
 };
 
 struct Result {
@@ -41,6 +48,13 @@ Result run(const Case& c, bool composed) {
     pad.back() = 1;
     pad[c.tk - 1] = 1;
     masks.key_padding_mask = Mask({c.batch, c.tk}, pad);
+  }
+  if (c.attn_mask) {
+    const int64_t H = c.config.num_heads;
+    std::vector<uint8_t> hidden(H * c.tq * c.tk);
+    for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = (i * 7 + i / 3) % 5 == 0;
+    std::fill_n(hidden.begin() + c.tk, c.tk, 1);  // head 0, query 1 sees nothing
+    masks.attn_mask = Mask({H, c.tq, c.tk}, hidden);
   }
   AttentionTrace trace;
   const AttentionOutput out = attn.forward_with_weights(x, kv, masks, composed ? &trace : nullptr);
@@ -90,14 +104,55 @@ INSTANTIATE_TEST_SUITE_P(
              true},
         Case{"cross", {.d_model = 12, .num_heads = 3}, 2, 5, 7, false, true},
         Case{"gqa", {.d_model = 24, .num_heads = 4, .num_kv_heads = 2}, 3, 5, 5, true, false},
-        Case{"mqa_cross",
-             {.d_model = 12, .num_heads = 3, .num_kv_heads = 1},
+        Case{
+            "mqa_cross", {.d_model = 12, .num_heads = 3, .num_kv_heads = 1}, 2, 5, 7, false, false},
+        // More heads than a vector has lanes, in groups of 2 sharing a K/V head.
+        Case{"many_heads_masked",
+             {.d_model = 24, .num_heads = 6, .num_kv_heads = 3},
+             3,
+             5,
+             6,
+             true,
+             true,
+             false,
+             true},
+        Case{"attn_mask_same_input",
+             {.d_model = 12, .num_heads = 3},
+             2,
+             6,
+             6,
+             false,
+             true,
+             true,
+             true},
+        // Long key sequences: the per-head GEMM kernel.
+        Case{"long_cross_masked",
+             {.d_model = 12, .num_heads = 3},
              2,
              5,
-             7,
+             kLongKeys,
              false,
-             false}),
+             true,
+             false,
+             true},
+        Case{"long_causal_same_input",
+             {.d_model = 12, .num_heads = 3, .num_kv_heads = 1},
+             1,
+             kLongKeys,
+             kLongKeys,
+             true,
+             true,
+             true}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// The cases above reach both kernels: short sequences the lane kernel, kLongKeys the GEMM one.
+TEST(FusedAttention, KernelChoiceFollowsSequenceLength) {
+  const attention::Dims short_keys{2, 5, 7, 3, 3, 4}, long_keys{2, 5, kLongKeys, 3, 3, 4};
+  EXPECT_TRUE(attention::lanes_fit<double>(short_keys));
+  EXPECT_TRUE(attention::lanes_fit<float>(short_keys));
+  EXPECT_FALSE(attention::lanes_fit<double>(long_keys));
+  EXPECT_FALSE(attention::lanes_fit<float>(long_keys));
+}
 
 TEST(FusedAttention, FullyMaskedRowGivesZeroOutputAndGradient) {
   Generator gen(5);

@@ -1,0 +1,330 @@
+// One SIMD lane per head (see attention_lanes.h). Per lane group, with L = kLanes heads:
+//   forward, per query i:  s = K q_i * scale (keys j < visible(i)), masked softmax, o_i = s V
+//   backward:  dW_i = V dO_i,  dS_i = s W_i * (dW_i - <dW_i, W_i>),  dQ_i = dS_i K,
+//              dV_j = sum_i W_ij dO_i,  dK_j = sum_i dS_ij Q_i  (rows i >= j under the causal rule)
+#include "autograd/attention_lanes.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "autograd/kernels.h"
+#include "autograd/simd.h"
+
+namespace gradlab::attention {
+namespace {
+
+using kernels::simd::kLanes;
+using kernels::simd::load_first;
+using kernels::simd::store_first;
+using kernels::simd::transpose_block;
+using kernels::simd::Vec;
+
+// Vectors per register block in the two product loops: that many independent accumulators
+// keep both FMA units busy (each FMA waits 4 cycles for its previous result).
+constexpr int64_t kBlock = 8;
+// The largest problem the lane kernel takes. A group's K and V arrays (Tk x D vectors each) stay
+// in the first- and second-level caches; the per-head GEMM wins on longer sequences, whose
+// heads fill its vectors.
+constexpr int64_t kMaxKeys = 64;
+constexpr int64_t kMaxHeadDim = 64;
+
+int64_t round_up(int64_t n, int64_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
+// The query heads of one lane group and their array sizes. Lane n < count is query head
+// first + n (counting b * H + h); D and Tk are padded with zeros to whole transposes and blocks.
+template <class T>
+struct Group {
+  int64_t count;
+  int64_t b[kLanes<T>], h[kLanes<T>];
+  int64_t Dp, Tkp;
+
+  Group(const Dims& d, int64_t first, int64_t heads)
+      : count(heads),
+        Dp(round_up(d.D, std::max<int64_t>(kLanes<T>, kBlock))),
+        Tkp(round_up(d.Tk, std::max<int64_t>(kLanes<T>, kBlock))) {
+    for (int64_t n = 0; n < count; ++n) {
+      b[n] = (first + n) / d.H;
+      h[n] = (first + n) % d.H;
+    }
+  }
+};
+
+// rows x cols elements of each lane's matrix (lane n's at base[n], rows `stride` apart) into
+// dst, rows of dst_cols vectors: dst[r * dst_cols + c] holds element (r, c) of every lane.
+// Columns from cols to dst_cols, and lanes from count on, are zero.
+template <class T>
+void to_lanes(const T* const* base, int64_t count, int64_t rows, int64_t cols, int64_t stride,
+              Vec<T>* dst, int64_t dst_cols) {
+  constexpr int L = kLanes<T>;
+  for (int64_t r = 0; r < rows; ++r) {
+    Vec<T>* row = dst + r * dst_cols;
+    int64_t c0 = 0;
+    for (; c0 < cols; c0 += L) {
+      const int64_t width = std::min<int64_t>(L, cols - c0);
+      Vec<T> block[L];
+      for (int n = 0; n < L; ++n)
+        block[n] = n < count ? load_first<T>(base[n] + r * stride + c0, width) : Vec<T>{};
+      transpose_block<T>(block);
+      for (int c = 0; c < L; ++c) row[c0 + c] = block[c];
+    }
+    for (; c0 < dst_cols; ++c0) row[c0] = Vec<T>{};
+  }
+}
+
+// The inverse for rows x cols elements of the first `count` lanes; a lane with add[n] set adds
+// to what is at base[n] instead of overwriting it.
+template <class T>
+void from_lanes(const Vec<T>* src, int64_t src_cols, int64_t count, int64_t rows, int64_t cols,
+                int64_t stride, T* const* base, const bool* add) {
+  constexpr int L = kLanes<T>;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c0 = 0; c0 < cols; c0 += L) {
+      const int64_t width = std::min<int64_t>(L, cols - c0);
+      Vec<T> block[L];
+      for (int c = 0; c < L; ++c) block[c] = src[r * src_cols + c0 + c];
+      transpose_block<T>(block);
+      for (int64_t n = 0; n < count; ++n) {
+        T* p = base[n] + r * stride + c0;
+        store_first<T>(p, add && add[n] ? load_first<T>(p, width) + block[n] : block[n], width);
+      }
+    }
+  }
+}
+
+// out[j] = sum over d of x[d] * rows[j * depth + d], for j < n rounded up to a block (rows has
+// that many rows). The sum runs over d in order, as the GEMM's does.
+template <class T>
+void dots(const Vec<T>* x, const Vec<T>* rows, int64_t n, int64_t depth, Vec<T>* out) {
+  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+    Vec<T> acc[kBlock] = {};
+    for (int64_t d = 0; d < depth; ++d) {
+      const Vec<T> xd = x[d];
+      for (int64_t j = 0; j < kBlock; ++j) acc[j] += xd * rows[(j0 + j) * depth + d];
+    }
+    for (int64_t j = 0; j < kBlock; ++j) out[j0 + j] = acc[j];
+  }
+}
+
+// out[0, width) = sum over r in [first, last) of coef[r * coef_stride] * rows[r * width + ...],
+// width a whole number of blocks, the sum over r in order.
+template <class T>
+void weighted_sum(const Vec<T>* coef, int64_t coef_stride, const Vec<T>* rows, int64_t first,
+                  int64_t last, int64_t width, Vec<T>* out) {
+  for (int64_t d0 = 0; d0 < width; d0 += kBlock) {
+    Vec<T> acc[kBlock] = {};
+    for (int64_t r = first; r < last; ++r) {
+      const Vec<T> c = coef[r * coef_stride];
+      for (int64_t d = 0; d < kBlock; ++d) acc[d] += c * rows[r * width + d0 + d];
+    }
+    for (int64_t d = 0; d < kBlock; ++d) out[d0 + d] = acc[d];
+  }
+}
+
+// Keys query i may see before the explicit masks: all, or j <= i under the causal rule.
+int64_t visible(const Dims& d, bool causal, int64_t i) {
+  return causal ? std::min(i + 1, d.Tk) : d.Tk;
+}
+
+// Query i's scores s[0, n) of every lane in place: scale, explicit masks, softmax (a fully
+// masked lane gives zeros); s[n, Tkp) become zero.
+template <class T>
+void softmax_row(Vec<T>* s, int64_t n, T scale, const MaskView& mask, const Group<T>& group,
+                 int64_t i) {
+  constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < n; ++j) s[j] *= scale;
+  if (mask.has_explicit()) {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t lane = 0; lane < group.count; ++lane) {
+        if (mask.hides_explicitly(group.b[lane], group.h[lane], i, j)) s[j][lane] = minus_inf;
+      }
+    }
+  }
+  Vec<T> top = Vec<T>{} + minus_inf;
+  for (int64_t j = 0; j < n; ++j) top = s[j] > top ? s[j] : top;
+  top = top == minus_inf ? Vec<T>{} : top;  // fully masked: exp(-inf - 0) = 0, not NaN
+  for (int64_t j = 0; j < n; ++j) s[j] -= top;
+  kernels::exp_shifted(reinterpret_cast<T*>(s), reinterpret_cast<T*>(s), n * kLanes<T>, T(0));
+  Vec<T> total{};
+  for (int64_t j = 0; j < n; ++j) total += s[j];
+  const Vec<T> inverse = total > 0 ? 1 / total : Vec<T>{};
+  for (int64_t j = 0; j < n; ++j) s[j] *= inverse;
+  for (int64_t j = n; j < group.Tkp; ++j) s[j] = Vec<T>{};
+}
+
+// Per-lane pointers to the [T, D] rows of each lane's head in an operand: its query head, or
+// (kv set) the K/V head it reads.
+template <class P, class T>
+void heads_of(const Group<T>& group, const Dims& d, P* base, int64_t stride, int64_t T_, bool kv,
+              P** out) {
+  for (int64_t n = 0; n < group.count; ++n) {
+    const int64_t head = kv ? group.h[n] / d.group() : group.h[n];
+    out[n] = head_at(base, stride, T_, group.b[n], head, d.D);
+  }
+}
+
+// Slot `slot` of this thread's scratch arrays, `vectors` long. They only grow: no allocation
+// in steady state.
+template <class T>
+Vec<T>* scratch(int slot, int64_t vectors) {
+  thread_local std::vector<T> buffers[6];
+  return reinterpret_cast<Vec<T>*>(
+      kernels::simd::aligned_scratch(buffers[slot], vectors * kLanes<T>));
+}
+
+// Query heads per lane group: whole groups of heads sharing a K/V head, so that one lane group
+// holds every head that adds to a given dK and dV.
+template <class T>
+int64_t heads_per_group(const Dims& d) {
+  return kLanes<T> / d.group() * d.group();
+}
+
+template <class T, class Body>
+void for_groups(const Dims& d, Body body) {
+  const int64_t per_group = heads_per_group<T>(d), heads = d.B * d.H;
+  const int64_t groups = (heads + per_group - 1) / per_group;
+#pragma omp parallel for if (groups > 1 && worth_threads(d)) schedule(static)
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t first = g * per_group;
+    body(Group<T>(d, first, std::min(per_group, heads - first)));
+  }
+}
+
+}  // namespace
+
+template <class T>
+bool lanes_fit(const Dims& d) {
+  return d.group() <= kLanes<T> && d.Tk <= kMaxKeys && d.D <= kMaxHeadDim;
+}
+
+template <class T>
+void lanes_forward(const Operands<const T>& in, const Dims& d, const MaskView& mask, T scale,
+                   T* out, T* weights) {
+  for_groups<T>(d, [&](const Group<T>& group) {
+    constexpr int L = kLanes<T>;
+    const int64_t Dp = group.Dp, Tkp = group.Tkp;
+    const T* q[L];
+    const T* k[L];
+    const T* v[L];
+    T* o[L];
+    T* w[L];
+    heads_of(group, d, in.q, in.q_stride, d.Tq, false, q);
+    heads_of(group, d, in.k, in.kv_stride, d.Tk, true, k);
+    heads_of(group, d, in.v, in.kv_stride, d.Tk, true, v);
+    heads_of(group, d, out, d.H * d.D, d.Tq, false, o);
+    for (int64_t n = 0; n < group.count; ++n)
+      w[n] = weights + (group.b[n] * d.H + group.h[n]) * d.Tq * d.Tk;
+    Vec<T>* keys = scratch<T>(0, Tkp * Dp);  // [Tkp, Dp], rows past Tk zero
+    Vec<T>* values = scratch<T>(1, Tkp * Dp);
+    Vec<T>* query = scratch<T>(2, Dp);
+    Vec<T>* s = scratch<T>(3, Tkp);
+    Vec<T>* o_row = scratch<T>(4, Dp);
+    to_lanes<T>(k, group.count, d.Tk, d.D, in.kv_stride, keys, Dp);
+    to_lanes<T>(v, group.count, d.Tk, d.D, in.kv_stride, values, Dp);
+    std::fill(keys + d.Tk * Dp, keys + Tkp * Dp, Vec<T>{});
+    std::fill(values + d.Tk * Dp, values + Tkp * Dp, Vec<T>{});
+    for (int64_t i = 0; i < d.Tq; ++i) {
+      const int64_t n = visible(d, mask.causal(), i);
+      const T* q_row[L];
+      for (int64_t lane = 0; lane < group.count; ++lane) q_row[lane] = q[lane] + i * in.q_stride;
+      to_lanes<T>(q_row, group.count, 1, d.D, 0, query, Dp);
+      dots<T>(query, keys, n, Dp, s);
+      softmax_row<T>(s, n, scale, mask, group, i);
+      weighted_sum<T>(s, 1, values, 0, n, Dp, o_row);
+      T* w_row[L];
+      T* out_row[L];
+      for (int64_t lane = 0; lane < group.count; ++lane) {
+        w_row[lane] = w[lane] + i * d.Tk;
+        out_row[lane] = o[lane] + i * d.H * d.D;
+      }
+      from_lanes<T>(s, Tkp, group.count, 1, d.Tk, 0, w_row, nullptr);
+      from_lanes<T>(o_row, Dp, group.count, 1, d.D, 0, out_row, nullptr);
+    }
+  });
+}
+
+template <class T>
+void lanes_backward(const T* g, const Operands<const T>& in, const T* weights, const Dims& d,
+                    bool causal, T scale, const Operands<T>& grad) {
+  for_groups<T>(d, [&](const Group<T>& group) {
+    constexpr int L = kLanes<T>;
+    const int64_t Dp = group.Dp, Tkp = group.Tkp;
+    const T* q[L];
+    const T* k[L];
+    const T* v[L];
+    const T* go[L];
+    const T* w[L];
+    T* dq[L];
+    T* dk[L];
+    T* dv[L];
+    bool add[L];  // heads after the first of a K/V group add to its dK and dV
+    heads_of(group, d, in.q, in.q_stride, d.Tq, false, q);
+    heads_of(group, d, in.k, in.kv_stride, d.Tk, true, k);
+    heads_of(group, d, in.v, in.kv_stride, d.Tk, true, v);
+    heads_of(group, d, g, d.H * d.D, d.Tq, false, go);
+    heads_of(group, d, grad.q, grad.q_stride, d.Tq, false, dq);
+    heads_of(group, d, grad.k, grad.kv_stride, d.Tk, true, dk);
+    heads_of(group, d, grad.v, grad.kv_stride, d.Tk, true, dv);
+    for (int64_t n = 0; n < group.count; ++n) {
+      w[n] = weights + (group.b[n] * d.H + group.h[n]) * d.Tq * d.Tk;
+      add[n] = group.h[n] % d.group() != 0;
+    }
+    Vec<T>* queries = scratch<T>(0, d.Tq * Dp);
+    Vec<T>* keys = scratch<T>(1, Tkp * Dp);
+    Vec<T>* values = scratch<T>(2, Tkp * Dp);
+    Vec<T>* grad_out = scratch<T>(3, d.Tq * Dp);
+    Vec<T>* w_all = scratch<T>(4, d.Tq * Tkp);    // [Tq, Tkp]
+    Vec<T>* ds = scratch<T>(5, d.Tq * Tkp + Dp);  // [Tq, Tkp], first dW, then dS
+    Vec<T>* row = ds + d.Tq * Tkp;                // one row of a gradient, Dp vectors
+    to_lanes<T>(q, group.count, d.Tq, d.D, in.q_stride, queries, Dp);
+    to_lanes<T>(k, group.count, d.Tk, d.D, in.kv_stride, keys, Dp);
+    to_lanes<T>(v, group.count, d.Tk, d.D, in.kv_stride, values, Dp);
+    std::fill(keys + d.Tk * Dp, keys + Tkp * Dp, Vec<T>{});
+    std::fill(values + d.Tk * Dp, values + Tkp * Dp, Vec<T>{});
+    to_lanes<T>(go, group.count, d.Tq, d.D, d.H * d.D, grad_out, Dp);
+    to_lanes<T>(w, group.count, d.Tq, d.Tk, d.Tk, w_all, Tkp);
+    for (int64_t i = 0; i < d.Tq; ++i) {
+      const int64_t n = visible(d, causal, i);
+      const Vec<T>* w_i = w_all + i * Tkp;
+      Vec<T>* ds_i = ds + i * Tkp;
+      dots<T>(grad_out + i * Dp, values, n, Dp, ds_i);  // dW_i
+      Vec<T> dot{};
+      for (int64_t j = 0; j < n; ++j) dot += ds_i[j] * w_i[j];
+      for (int64_t j = 0; j < n; ++j) ds_i[j] = scale * w_i[j] * (ds_i[j] - dot);
+      for (int64_t j = n; j < Tkp; ++j) ds_i[j] = Vec<T>{};
+      weighted_sum<T>(ds_i, 1, keys, 0, n, Dp, row);  // dQ_i
+      T* dq_row[L];
+      for (int64_t lane = 0; lane < group.count; ++lane)
+        dq_row[lane] = dq[lane] + i * grad.q_stride;
+      from_lanes<T>(row, Dp, group.count, 1, d.D, 0, dq_row, nullptr);
+    }
+    for (int64_t j = 0; j < d.Tk; ++j) {
+      const int64_t first = causal ? j : 0;  // the rows whose weight on key j may be nonzero
+      T* dk_row[L];
+      T* dv_row[L];
+      for (int64_t lane = 0; lane < group.count; ++lane) {
+        dk_row[lane] = dk[lane] + j * grad.kv_stride;
+        dv_row[lane] = dv[lane] + j * grad.kv_stride;
+      }
+      weighted_sum<T>(w_all + j, Tkp, grad_out, first, d.Tq, Dp, row);  // dV_j
+      from_lanes<T>(row, Dp, group.count, 1, d.D, 0, dv_row, add);
+      weighted_sum<T>(ds + j, Tkp, queries, first, d.Tq, Dp, row);  // dK_j
+      from_lanes<T>(row, Dp, group.count, 1, d.D, 0, dk_row, add);
+    }
+  });
+}
+
+template bool lanes_fit<float>(const Dims&);
+template bool lanes_fit<double>(const Dims&);
+template void lanes_forward<float>(const Operands<const float>&, const Dims&, const MaskView&,
+                                   float, float*, float*);
+template void lanes_forward<double>(const Operands<const double>&, const Dims&, const MaskView&,
+                                    double, double*, double*);
+template void lanes_backward<float>(const float*, const Operands<const float>&, const float*,
+                                    const Dims&, bool, float, const Operands<float>&);
+template void lanes_backward<double>(const double*, const Operands<const double>&, const double*,
+                                     const Dims&, bool, double, const Operands<double>&);
+
+}  // namespace gradlab::attention

@@ -88,9 +88,7 @@ void masked_softmax(T* w, int64_t rows, int64_t n, T scale, const MaskView& mask
   kernels::exp_shifted(w, w, rows * n, T(0));
   for (int64_t i = 0; i < rows; ++i) {
     T* s = w + i * n;
-    T total = 0;
-#pragma omp simd reduction(+ : total)
-    for (int64_t j = 0; j < n; ++j) total += s[j];
+    const T total = kernels::sum_over<T>(n, [&](int64_t j) { return s[j]; });
     if (total == 0) continue;  // fully masked
     const T inv = 1 / total;
 #pragma omp simd
@@ -146,9 +144,7 @@ void backward(const T* g, const Operands<const T>& in, const T* weights, const D
       for (int64_t i = 0; i < d.Tq; ++i) {
         T* ds_row = ds + i * d.Tk;
         const T* w_row = w + i * d.Tk;
-        T dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int64_t j = 0; j < d.Tk; ++j) dot += ds_row[j] * w_row[j];
+        const T dot = kernels::sum_over<T>(d.Tk, [&](int64_t j) { return ds_row[j] * w_row[j]; });
         for (int64_t j = 0; j < d.Tk; ++j) ds_row[j] = scale * w_row[j] * (ds_row[j] - dot);
       }
       kernels::gemm<T>(d.Tq, d.D, d.Tk, {ds, d.Tk, false}, {k, in.kv_stride, false},

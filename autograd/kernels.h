@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "autograd/shape.h"
+#include "autograd/simd.h"
 
 namespace gradlab::kernels {
 
@@ -61,6 +62,23 @@ void zip(const T* a, const T* b, T* out, int64_t n, F f) {
   for_chunks(n, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = f(a[i], b[i]);
   });
+}
+
+// The sum of term(i) over i in [0, n): kLanes interleaved partial sums (one vector) added in
+// a tree at the end, and the tail. `#pragma omp simd reduction` compiled to a vector loop and
+// then kLanes dependent scalar adds of the partial sums, about 60 cycles per call: on the
+// 64-element rows of layer norm that was most of the time.
+template <class T, class Term>
+T sum_over(int64_t n, Term term) {
+  constexpr int64_t lanes = simd::kLanes<T>;
+  T partial[lanes] = {};
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    for (int64_t l = 0; l < lanes; ++l) partial[l] += term(i + l);
+  }
+  T tail = 0;
+  for (; i < n; ++i) tail += term(i);
+  return simd::sum_lanes<T>(simd::load<T>(partial)) + tail;
 }
 
 // The largest of n contiguous elements (-inf when n is 0). A plain max loop stays scalar (a

@@ -62,10 +62,7 @@ void sum_into(const T* x, const Shape& x_shape, T* out, const Shape& kept) {
   if (inner_stride == 0) {
     for (int64_t row = 0; row < rows; ++row) {
       const T* xr = x + row * inner;
-      T acc = 0;
-#pragma omp simd reduction(+ : acc)
-      for (int64_t j = 0; j < inner; ++j) acc += xr[j];
-      out[out_offset(row)] += acc;
+      out[out_offset(row)] += kernels::sum_over<T>(inner, [&](int64_t j) { return xr[j]; });
     }
     return;
   }

@@ -103,6 +103,23 @@ T* aligned_scratch(std::vector<T>& buffer, int64_t count) {
   return buffer.data() + (kVectorBytes - address % kVectorBytes) % kVectorBytes / sizeof(T);
 }
 
+// v plus v rotated by Shift lanes.
+template <class T, int Shift, size_t... I>
+Vec<T> add_rotated(Vec<T> v, std::index_sequence<I...>) {
+  return v + __builtin_shufflevector(v, v, ((I + Shift) % kLanes<T>)...);
+}
+
+// The sum of v's lanes in log2(kLanes) rotate-and-add steps (a sum lane by lane is a chain of
+// kLanes dependent adds).
+template <class T, int Shift = kLanes<T> / 2>
+T sum_lanes(Vec<T> v) {
+  if constexpr (Shift == 0) {
+    return v[0];
+  } else {
+    return sum_lanes<T, Shift / 2>(add_rotated<T, Shift>(v, std::make_index_sequence<kLanes<T>>{}));
+  }
+}
+
 // The first (with High, the last) halves of a and b, interleaved: a0 b0 a1 b1 ...
 template <class T, bool High, size_t... I>
 Vec<T> interleave(Vec<T> a, Vec<T> b, std::index_sequence<I...>) {

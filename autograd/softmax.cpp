@@ -113,9 +113,8 @@ Tensor softmax(const Tensor& x, int64_t axis) {
   return record("softmax", y, {x}, [rows, y = y.detach()](const Tensor& g) {
     return std::vector<Tensor>{map_grad_rows(
         rows, y, g, [](const auto* gr, const auto* yr, auto* d, int64_t n, int64_t s) {
-          std::remove_const_t<std::remove_pointer_t<decltype(gr)>> dot = 0;
-#pragma omp simd reduction(+ : dot)
-          for (int64_t i = 0; i < n; ++i) dot += gr[i * s] * yr[i * s];
+          using T = std::remove_const_t<std::remove_pointer_t<decltype(gr)>>;
+          const T dot = kernels::sum_over<T>(n, [&](int64_t i) { return gr[i * s] * yr[i * s]; });
           for (int64_t i = 0; i < n; ++i) d[i * s] = yr[i * s] * (gr[i * s] - dot);
         })};
   });

@@ -160,39 +160,48 @@ void backward(const T* g, const Operands<const T>& in, const T* weights, const D
 // writes their gradients in the same layout.
 template <class Layout>
 FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const AttentionMaskSpec& mask,
-                   double scale, Layout layout) {
+                   double scale, bool need_weights, Layout layout) {
   const Tensor& first = inputs.front();
   const MaskView view(mask, d);
+  bool lanes = false;
+  int64_t saved_size = 0;
+  dispatch(first.dtype(), [&]<class T>() {
+    lanes = attention::lanes_fit<T>(d);
+    if (lanes) saved_size = attention::lanes_saved_size<T>(d);
+  });
   Tensor out = Tensor::empty({d.B, d.Tq, d.H, d.D}, first.dtype());
-  Tensor weights = Tensor::empty({d.B, d.H, d.Tq, d.Tk}, first.dtype());
+  // The per-head kernel's backward reads the weights; the lane kernel's reads what it saved.
+  Tensor weights =
+      need_weights || !lanes ? Tensor::empty({d.B, d.H, d.Tq, d.Tk}, first.dtype()) : Tensor();
+  Tensor saved = lanes ? Tensor::empty({saved_size}, first.dtype()) : weights;
   dispatch(first.dtype(), [&]<class T>() {
     const auto operands = layout.template of<const T>(inputs);
-    if (attention::lanes_fit<T>(d)) {
-      attention::lanes_forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(),
-                                  weights.data<T>());
+    T* w = weights.defined() ? weights.data<T>() : nullptr;
+    if (lanes) {
+      attention::lanes_forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(), w,
+                                  saved.data<T>());
     } else {
-      forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(), weights.data<T>());
+      forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(), w);
     }
   });
   out = record("fused_attention", out, inputs,
-               [inputs, w = weights, d, causal = mask.causal, scale, layout](const Tensor& g) {
+               [inputs, saved, lanes, d, causal = mask.causal, scale, layout](const Tensor& g) {
                  std::vector<Tensor> grads;
                  for (const Tensor& input : inputs)
                    grads.push_back(Tensor::empty(input.shape(), input.dtype()));
                  dispatch(g.dtype(), [&]<class T>() {
-                   const auto operands = layout.template of<const T>(inputs);
                    const auto grad_operands = layout.template of<T>(grads);
-                   if (attention::lanes_fit<T>(d)) {
-                     attention::lanes_backward<T>(g.data<T>(), operands, w.data<T>(), d, causal,
+                   if (lanes) {
+                     attention::lanes_backward<T>(g.data<T>(), saved.data<T>(), d, causal,
                                                   static_cast<T>(scale), grad_operands);
                    } else {
-                     backward<T>(g.data<T>(), operands, w.data<T>(), d, static_cast<T>(scale),
-                                 grad_operands);
+                     backward<T>(g.data<T>(), layout.template of<const T>(inputs), saved.data<T>(),
+                                 d, static_cast<T>(scale), grad_operands);
                    }
                  });
                  return grads;
                });
-  return {out, weights};
+  return {out, need_weights ? weights : Tensor()};
 }
 
 // T is float or const float (then the tensors may be const), and the same for double.
@@ -217,15 +226,16 @@ struct PackedLayout {
 }  // namespace
 
 FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                               const AttentionMaskSpec& mask, double scale) {
+                               const AttentionMaskSpec& mask, double scale, bool need_weights) {
   const Dims d = check_shapes(q, k, v, mask);
-  return run({q, k, v}, d, mask, scale, SeparateLayout{d});
+  return run({q, k, v}, d, mask, scale, need_weights, SeparateLayout{d});
 }
 
 FusedAttention fused_attention_packed(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
-                                      const AttentionMaskSpec& mask, double scale) {
+                                      const AttentionMaskSpec& mask, double scale,
+                                      bool need_weights) {
   const Dims d = check_packed_shape(qkv, num_heads, num_kv_heads, mask);
-  return run({qkv}, d, mask, scale, PackedLayout{d});
+  return run({qkv}, d, mask, scale, need_weights, PackedLayout{d});
 }
 
 }  // namespace gradlab

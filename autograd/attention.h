@@ -22,12 +22,14 @@ struct AttentionMaskSpec {
 
 struct FusedAttention {
   Tensor output;   // [B, Tq, H, D]
-  Tensor weights;  // [B, H, Tq, Tk] (not differentiable; for inspection)
+  Tensor weights;  // [B, H, Tq, Tk] (not differentiable; for inspection), undefined if not wanted
 };
 
-// q [B, Tq, H, D], k and v [B, Tk, KV, D] with KV dividing H.
+// q [B, Tq, H, D], k and v [B, Tk, KV, D] with KV dividing H. Without need_weights the weights
+// are not returned (and, on short sequences, never written out).
 FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                               const AttentionMaskSpec& mask, double scale);
+                               const AttentionMaskSpec& mask, double scale,
+                               bool need_weights = true);
 
 // Self-attention on one packed buffer: qkv [B, T, H + 2 KV, D] holds, for each position, the H
 // query heads, then the KV key heads, then the KV value heads (what one projection by the three
@@ -35,6 +37,7 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
 // its gradient comes back in the same packed layout, so that the projection's backward is one
 // GEMM.
 FusedAttention fused_attention_packed(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
-                                      const AttentionMaskSpec& mask, double scale);
+                                      const AttentionMaskSpec& mask, double scale,
+                                      bool need_weights = true);
 
 }  // namespace gradlab

@@ -40,18 +40,36 @@ int64_t round_up(int64_t n, int64_t multiple) {
 // first + n (counting b * H + h); D and Tk are padded with zeros to whole transposes and blocks.
 template <class T>
 struct Group {
-  int64_t count;
+  int64_t index, count;
   int64_t b[kLanes<T>], h[kLanes<T>];
   int64_t Dp, Tkp;
 
-  Group(const Dims& d, int64_t first, int64_t heads)
-      : count(heads),
+  Group(const Dims& d, int64_t index_, int64_t first, int64_t heads)
+      : index(index_),
+        count(heads),
         Dp(round_up(d.D, std::max<int64_t>(kLanes<T>, kBlock))),
         Tkp(round_up(d.Tk, std::max<int64_t>(kLanes<T>, kBlock))) {
     for (int64_t n = 0; n < count; ++n) {
       b[n] = (first + n) / d.H;
       h[n] = (first + n) % d.H;
     }
+  }
+};
+
+// What the forward keeps of each lane group for the backward, in lanes: Q [Tq, Dp], K and V
+// [Tkp, Dp] (rows past Tk zero) and the weights [Tq, Tkp] (zero past the visible keys).
+template <class T>
+struct Saved {
+  Vec<T>*q, *k, *v, *w;
+
+  static int64_t vectors(const Dims& d, const Group<T>& g) {
+    return d.Tq * g.Dp + 2 * g.Tkp * g.Dp + d.Tq * g.Tkp;
+  }
+  Saved(T* base, const Dims& d, const Group<T>& g) {
+    q = reinterpret_cast<Vec<T>*>(base) + g.index * vectors(d, g);
+    k = q + d.Tq * g.Dp;
+    v = k + g.Tkp * g.Dp;
+    w = v + g.Tkp * g.Dp;
   }
 };
 
@@ -172,7 +190,7 @@ void heads_of(const Group<T>& group, const Dims& d, P* base, int64_t stride, int
 // in steady state.
 template <class T>
 Vec<T>* scratch(int slot, int64_t vectors) {
-  thread_local std::vector<T> buffers[6];
+  thread_local std::vector<T> buffers[3];
   return reinterpret_cast<Vec<T>*>(
       kernels::simd::aligned_scratch(buffers[slot], vectors * kLanes<T>));
 }
@@ -191,7 +209,7 @@ void for_groups(const Dims& d, Body body) {
 #pragma omp parallel for if (groups > 1 && worth_threads(d)) schedule(static)
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t first = g * per_group;
-    body(Group<T>(d, first, std::min(per_group, heads - first)));
+    body(Group<T>(d, g, first, std::min(per_group, heads - first)));
   }
 }
 
@@ -204,101 +222,83 @@ bool lanes_fit(const Dims& d) {
 }
 
 template <class T>
+int64_t lanes_saved_size(const Dims& d) {
+  const int64_t per_group = heads_per_group<T>(d);
+  const int64_t groups = (d.B * d.H + per_group - 1) / per_group;
+  return groups * Saved<T>::vectors(d, Group<T>(d, 0, 0, 0)) * kLanes<T>;
+}
+
+template <class T>
 void lanes_forward(const Operands<const T>& in, const Dims& d, const MaskView& mask, T scale,
-                   T* out, T* weights) {
+                   T* out, T* weights, T* saved) {
   for_groups<T>(d, [&](const Group<T>& group) {
     constexpr int L = kLanes<T>;
     const int64_t Dp = group.Dp, Tkp = group.Tkp;
+    const Saved<T> keep(saved, d, group);
     const T* q[L];
     const T* k[L];
     const T* v[L];
     T* o[L];
-    T* w[L];
     heads_of(group, d, in.q, in.q_stride, d.Tq, false, q);
     heads_of(group, d, in.k, in.kv_stride, d.Tk, true, k);
     heads_of(group, d, in.v, in.kv_stride, d.Tk, true, v);
     heads_of(group, d, out, d.H * d.D, d.Tq, false, o);
-    for (int64_t n = 0; n < group.count; ++n)
-      w[n] = weights + (group.b[n] * d.H + group.h[n]) * d.Tq * d.Tk;
-    Vec<T>* keys = scratch<T>(0, Tkp * Dp);  // [Tkp, Dp], rows past Tk zero
-    Vec<T>* values = scratch<T>(1, Tkp * Dp);
-    Vec<T>* query = scratch<T>(2, Dp);
-    Vec<T>* s = scratch<T>(3, Tkp);
-    Vec<T>* o_row = scratch<T>(4, Dp);
-    to_lanes<T>(k, group.count, d.Tk, d.D, in.kv_stride, keys, Dp);
-    to_lanes<T>(v, group.count, d.Tk, d.D, in.kv_stride, values, Dp);
-    std::fill(keys + d.Tk * Dp, keys + Tkp * Dp, Vec<T>{});
-    std::fill(values + d.Tk * Dp, values + Tkp * Dp, Vec<T>{});
+    Vec<T>* o_row = scratch<T>(0, Dp);
+    to_lanes<T>(q, group.count, d.Tq, d.D, in.q_stride, keep.q, Dp);
+    to_lanes<T>(k, group.count, d.Tk, d.D, in.kv_stride, keep.k, Dp);
+    to_lanes<T>(v, group.count, d.Tk, d.D, in.kv_stride, keep.v, Dp);
+    std::fill(keep.k + d.Tk * Dp, keep.k + Tkp * Dp, Vec<T>{});
+    std::fill(keep.v + d.Tk * Dp, keep.v + Tkp * Dp, Vec<T>{});
     for (int64_t i = 0; i < d.Tq; ++i) {
       const int64_t n = visible(d, mask.causal(), i);
-      const T* q_row[L];
-      for (int64_t lane = 0; lane < group.count; ++lane) q_row[lane] = q[lane] + i * in.q_stride;
-      to_lanes<T>(q_row, group.count, 1, d.D, 0, query, Dp);
-      dots<T>(query, keys, n, Dp, s);
+      Vec<T>* s = keep.w + i * Tkp;
+      dots<T>(keep.q + i * Dp, keep.k, n, Dp, s);
       softmax_row<T>(s, n, scale, mask, group, i);
-      weighted_sum<T>(s, 1, values, 0, n, Dp, o_row);
-      T* w_row[L];
+      weighted_sum<T>(s, 1, keep.v, 0, n, Dp, o_row);
       T* out_row[L];
-      for (int64_t lane = 0; lane < group.count; ++lane) {
-        w_row[lane] = w[lane] + i * d.Tk;
-        out_row[lane] = o[lane] + i * d.H * d.D;
-      }
-      from_lanes<T>(s, Tkp, group.count, 1, d.Tk, 0, w_row, nullptr);
+      for (int64_t lane = 0; lane < group.count; ++lane) out_row[lane] = o[lane] + i * d.H * d.D;
       from_lanes<T>(o_row, Dp, group.count, 1, d.D, 0, out_row, nullptr);
+    }
+    if (weights) {
+      T* w[L];
+      for (int64_t n = 0; n < group.count; ++n)
+        w[n] = weights + (group.b[n] * d.H + group.h[n]) * d.Tq * d.Tk;
+      from_lanes<T>(keep.w, Tkp, group.count, d.Tq, d.Tk, d.Tk, w, nullptr);
     }
   });
 }
 
 template <class T>
-void lanes_backward(const T* g, const Operands<const T>& in, const T* weights, const Dims& d,
-                    bool causal, T scale, const Operands<T>& grad) {
+void lanes_backward(const T* g, const T* saved, const Dims& d, bool causal, T scale,
+                    const Operands<T>& grad) {
   for_groups<T>(d, [&](const Group<T>& group) {
     constexpr int L = kLanes<T>;
     const int64_t Dp = group.Dp, Tkp = group.Tkp;
-    const T* q[L];
-    const T* k[L];
-    const T* v[L];
+    const Saved<T> keep(const_cast<T*>(saved), d, group);
     const T* go[L];
-    const T* w[L];
     T* dq[L];
     T* dk[L];
     T* dv[L];
     bool add[L];  // heads after the first of a K/V group add to its dK and dV
-    heads_of(group, d, in.q, in.q_stride, d.Tq, false, q);
-    heads_of(group, d, in.k, in.kv_stride, d.Tk, true, k);
-    heads_of(group, d, in.v, in.kv_stride, d.Tk, true, v);
     heads_of(group, d, g, d.H * d.D, d.Tq, false, go);
     heads_of(group, d, grad.q, grad.q_stride, d.Tq, false, dq);
     heads_of(group, d, grad.k, grad.kv_stride, d.Tk, true, dk);
     heads_of(group, d, grad.v, grad.kv_stride, d.Tk, true, dv);
-    for (int64_t n = 0; n < group.count; ++n) {
-      w[n] = weights + (group.b[n] * d.H + group.h[n]) * d.Tq * d.Tk;
-      add[n] = group.h[n] % d.group() != 0;
-    }
-    Vec<T>* queries = scratch<T>(0, d.Tq * Dp);
-    Vec<T>* keys = scratch<T>(1, Tkp * Dp);
-    Vec<T>* values = scratch<T>(2, Tkp * Dp);
-    Vec<T>* grad_out = scratch<T>(3, d.Tq * Dp);
-    Vec<T>* w_all = scratch<T>(4, d.Tq * Tkp);    // [Tq, Tkp]
-    Vec<T>* ds = scratch<T>(5, d.Tq * Tkp + Dp);  // [Tq, Tkp], first dW, then dS
-    Vec<T>* row = ds + d.Tq * Tkp;                // one row of a gradient, Dp vectors
-    to_lanes<T>(q, group.count, d.Tq, d.D, in.q_stride, queries, Dp);
-    to_lanes<T>(k, group.count, d.Tk, d.D, in.kv_stride, keys, Dp);
-    to_lanes<T>(v, group.count, d.Tk, d.D, in.kv_stride, values, Dp);
-    std::fill(keys + d.Tk * Dp, keys + Tkp * Dp, Vec<T>{});
-    std::fill(values + d.Tk * Dp, values + Tkp * Dp, Vec<T>{});
+    for (int64_t n = 0; n < group.count; ++n) add[n] = group.h[n] % d.group() != 0;
+    Vec<T>* grad_out = scratch<T>(0, d.Tq * Dp);
+    Vec<T>* ds = scratch<T>(1, d.Tq * Tkp);  // [Tq, Tkp], first dW, then dS
+    Vec<T>* row = scratch<T>(2, Dp);         // one row of a gradient
     to_lanes<T>(go, group.count, d.Tq, d.D, d.H * d.D, grad_out, Dp);
-    to_lanes<T>(w, group.count, d.Tq, d.Tk, d.Tk, w_all, Tkp);
     for (int64_t i = 0; i < d.Tq; ++i) {
       const int64_t n = visible(d, causal, i);
-      const Vec<T>* w_i = w_all + i * Tkp;
+      const Vec<T>* w_i = keep.w + i * Tkp;
       Vec<T>* ds_i = ds + i * Tkp;
-      dots<T>(grad_out + i * Dp, values, n, Dp, ds_i);  // dW_i
+      dots<T>(grad_out + i * Dp, keep.v, n, Dp, ds_i);  // dW_i
       Vec<T> dot{};
       for (int64_t j = 0; j < n; ++j) dot += ds_i[j] * w_i[j];
       for (int64_t j = 0; j < n; ++j) ds_i[j] = scale * w_i[j] * (ds_i[j] - dot);
       for (int64_t j = n; j < Tkp; ++j) ds_i[j] = Vec<T>{};
-      weighted_sum<T>(ds_i, 1, keys, 0, n, Dp, row);  // dQ_i
+      weighted_sum<T>(ds_i, 1, keep.k, 0, n, Dp, row);  // dQ_i
       T* dq_row[L];
       for (int64_t lane = 0; lane < group.count; ++lane)
         dq_row[lane] = dq[lane] + i * grad.q_stride;
@@ -312,9 +312,9 @@ void lanes_backward(const T* g, const Operands<const T>& in, const T* weights, c
         dk_row[lane] = dk[lane] + j * grad.kv_stride;
         dv_row[lane] = dv[lane] + j * grad.kv_stride;
       }
-      weighted_sum<T>(w_all + j, Tkp, grad_out, first, d.Tq, Dp, row);  // dV_j
+      weighted_sum<T>(keep.w + j, Tkp, grad_out, first, d.Tq, Dp, row);  // dV_j
       from_lanes<T>(row, Dp, group.count, 1, d.D, 0, dv_row, add);
-      weighted_sum<T>(ds + j, Tkp, queries, first, d.Tq, Dp, row);  // dK_j
+      weighted_sum<T>(ds + j, Tkp, keep.q, first, d.Tq, Dp, row);  // dK_j
       from_lanes<T>(row, Dp, group.count, 1, d.D, 0, dk_row, add);
     }
   });
@@ -322,13 +322,15 @@ void lanes_backward(const T* g, const Operands<const T>& in, const T* weights, c
 
 template bool lanes_fit<float>(const Dims&);
 template bool lanes_fit<double>(const Dims&);
+template int64_t lanes_saved_size<float>(const Dims&);
+template int64_t lanes_saved_size<double>(const Dims&);
 template void lanes_forward<float>(const Operands<const float>&, const Dims&, const MaskView&,
-                                   float, float*, float*);
+                                   float, float*, float*, float*);
 template void lanes_forward<double>(const Operands<const double>&, const Dims&, const MaskView&,
-                                    double, double*, double*);
-template void lanes_backward<float>(const float*, const Operands<const float>&, const float*,
-                                    const Dims&, bool, float, const Operands<float>&);
-template void lanes_backward<double>(const double*, const Operands<const double>&, const double*,
-                                     const Dims&, bool, double, const Operands<double>&);
+                                    double, double*, double*, double*);
+template void lanes_backward<float>(const float*, const float*, const Dims&, bool, float,
+                                    const Operands<float>&);
+template void lanes_backward<double>(const double*, const double*, const Dims&, bool, double,
+                                     const Operands<double>&);
 
 }  // namespace gradlab::attention

@@ -20,14 +20,21 @@ namespace gradlab::attention {
 template <class T>
 bool lanes_fit(const Dims& d);
 
-// The same contracts as the per-head kernel's forward and backward (attention.cpp); the backward
-// needs to know only whether the causal rule applied (the weights hold every other mask).
+// Elements of the arrays lanes_forward keeps for lanes_backward (Q, K, V and the weights, in
+// lanes: the backward then transposes only dO and the gradients).
+template <class T>
+int64_t lanes_saved_size(const Dims& d);
+
+// The per-head kernel's forward (attention.cpp), plus: weights may be null (not wanted), and
+// `saved` (lanes_saved_size elements, vector-aligned) receives what the backward needs.
 template <class T>
 void lanes_forward(const Operands<const T>& in, const Dims& d, const MaskView& mask, T scale,
-                   T* out, T* weights);
+                   T* out, T* weights, T* saved);
 
+// Gradients from g, the output's gradient [B, Tq, H, D], into `grad` (laid out as the inputs
+// were). Of the masks only the causal rule matters here: the saved weights hold the rest.
 template <class T>
-void lanes_backward(const T* g, const Operands<const T>& in, const T* weights, const Dims& d,
-                    bool causal, T scale, const Operands<T>& grad);
+void lanes_backward(const T* g, const T* saved, const Dims& d, bool causal, T scale,
+                    const Operands<T>& grad);
 
 }  // namespace gradlab::attention

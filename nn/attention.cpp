@@ -83,18 +83,24 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, Generator&
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionMasks& masks) const {
-  return forward_with_weights(x, x, masks).output;
+  return attend(x, x, masks, nullptr, false).output;
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key_value,
                                    const AttentionMasks& masks) const {
-  return forward_with_weights(query, key_value, masks).output;
+  return attend(query, key_value, masks, nullptr, false).output;
 }
 
 AttentionOutput MultiHeadAttention::forward_with_weights(const Tensor& query,
                                                          const Tensor& key_value,
                                                          const AttentionMasks& masks,
                                                          AttentionTrace* trace) const {
+  return attend(query, key_value, masks, trace, true);
+}
+
+AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& key_value,
+                                           const AttentionMasks& masks, AttentionTrace* trace,
+                                           bool need_weights) const {
   for (const Tensor* t : {&query, &key_value}) {
     if (t->rank() != 3 || t->size(-1) != d_model_) {
       throw ShapeError("MultiHeadAttention: " + std::string(t == &query ? "query " : "key_value ") +
@@ -126,11 +132,13 @@ AttentionOutput MultiHeadAttention::forward_with_weights(const Tensor& query,
       const Tensor bias =
           q_proj->bias.defined() ? concat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : Tensor();
       const Tensor qkv = linear(query, weight, bias);  // [B, T, (H + 2 KV) * D]
-      fused = fused_attention_packed(reshape(qkv, {B, Tq, H + 2 * KV, D}), H, KV, spec, scale);
+      fused = fused_attention_packed(reshape(qkv, {B, Tq, H + 2 * KV, D}), H, KV, spec, scale,
+                                     need_weights);
     } else {
       fused = fused_attention(reshape(q_proj->forward(query), {B, Tq, H, D}),
                               reshape(k_proj->forward(key_value), {B, Tk, KV, D}),
-                              reshape(v_proj->forward(key_value), {B, Tk, KV, D}), spec, scale);
+                              reshape(v_proj->forward(key_value), {B, Tk, KV, D}), spec, scale,
+                              need_weights);
     }
     return {out_proj->forward(reshape(fused.output, {B, Tq, H * D})), fused.weights};
   }

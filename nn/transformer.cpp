@@ -46,8 +46,9 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_mas
     return norm.forward(residual_add(h, drop_->forward(body(h)), name));
   };
   Tensor h = sublayer(x, *ln1, "attention", [&](const Tensor& in) {
+    if (!self_weights) return attn->forward(in, self_masks);
     AttentionOutput result = attn->forward_with_weights(in, in, self_masks);
-    if (self_weights) *self_weights = result.weights;
+    *self_weights = result.weights;
     return result.output;
   });
   if (cross_attn) {

@@ -154,6 +154,31 @@ TEST(FusedAttention, KernelChoiceFollowsSequenceLength) {
   EXPECT_FALSE(attention::lanes_fit<float>(long_keys));
 }
 
+// Without need_weights no weights come back, and nothing else changes: the lane kernel's
+// backward reads its own copy of them.
+TEST(FusedAttention, WeightsCanBeLeftOut) {
+  for (const int64_t tk : {int64_t{7}, kLongKeys}) {
+    Generator gen(9);
+    Tensor q = Tensor::randn({2, 5, 4, 3}, gen, DType::Float64);
+    Tensor k = Tensor::randn({2, tk, 2, 3}, gen, DType::Float64);
+    Tensor v = Tensor::randn({2, tk, 2, 3}, gen, DType::Float64);
+    const Tensor upstream = Tensor::randn({2, 5, 4, 3}, gen, DType::Float64);
+    std::vector<Tensor> grads[2];
+    Tensor outputs[2];
+    for (const bool need_weights : {true, false}) {
+      for (Tensor* t : {&q, &k, &v}) *t = t->detach().set_requires_grad();
+      const FusedAttention out = fused_attention(q, k, v, {.causal = true}, 0.5, need_weights);
+      EXPECT_EQ(out.weights.defined(), need_weights) << "tk " << tk;
+      sum(out.output * upstream).backward();
+      outputs[need_weights] = out.output;
+      grads[need_weights] = {q.grad(), k.grad(), v.grad()};
+    }
+    EXPECT_TRUE(allclose(outputs[0], outputs[1], 0, 0)) << "tk " << tk;
+    for (int i = 0; i < 3; ++i)
+      EXPECT_TRUE(allclose(grads[0][i], grads[1][i], 0, 0)) << "tk " << tk << ", input " << i;
+  }
+}
+
 TEST(FusedAttention, FullyMaskedRowGivesZeroOutputAndGradient) {
   Generator gen(5);
   Tensor q = Tensor::randn({1, 3, 2, 4}, gen, DType::Float64).set_requires_grad();

@@ -293,11 +293,11 @@ void lanes_backward(const T* g, const T* saved, const Dims& d, bool causal, T sc
       const int64_t n = visible(d, causal, i);
       const Vec<T>* w_i = keep.w + i * Tkp;
       Vec<T>* ds_i = ds + i * Tkp;
-      dots<T>(grad_out + i * Dp, keep.v, n, Dp, ds_i);  // dW_i
+      // dW_i, then dS_i, over the visible keys only: key j's gradients read rows i >= j.
+      dots<T>(grad_out + i * Dp, keep.v, n, Dp, ds_i);
       Vec<T> dot{};
       for (int64_t j = 0; j < n; ++j) dot += ds_i[j] * w_i[j];
       for (int64_t j = 0; j < n; ++j) ds_i[j] = scale * w_i[j] * (ds_i[j] - dot);
-      for (int64_t j = n; j < Tkp; ++j) ds_i[j] = Vec<T>{};
       weighted_sum<T>(ds_i, 1, keep.k, 0, n, Dp, row);  // dQ_i
       T* dq_row[L];
       for (int64_t lane = 0; lane < group.count; ++lane)

@@ -99,6 +99,13 @@ void tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64_t de
   for (int r = 0; r < kRows; ++r) {
     row[r] = depth > 0 ? a + std::min(r, rows - 1) * (TransposedA ? 1 : a_stride) : a;
   }
+  // The tile's rows of C are written at the end: fetching them now lets that wait overlap the
+  // products. In a training step C is often a buffer last touched long ago (isolated products,
+  // with everything cached, are unchanged): alternating the step with and without, 1 thread,
+  // the median round took 0.93-0.98 of the time.
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < V; ++v) __builtin_prefetch(c + r * ldc + v * kLanes<T>, 1);
+  }
   // Unrolled: loop overhead is visible next to 24 FMAs per step (about 5% at K = 64).
 #pragma GCC unroll 4
   for (int64_t p = 0; p < depth; ++p) {

@@ -57,7 +57,10 @@ struct Group {
 };
 
 // What the forward keeps of each lane group for the backward, in lanes: Q [Tq, Dp], K and V
-// [Tkp, Dp] (rows past Tk zero) and the weights [Tq, Tkp] (zero past the visible keys).
+// [Tkp, Dp] and the weights [Tq, Tkp]. The products read K and V up to the block after row Tk
+// (those rows zero), the weights up to the visible keys (zero from there to Tk, where a caller
+// may read them out); the padding past that is never used, and filling it with zeros was 1.3%
+// of a training step.
 template <class T>
 struct Saved {
   Vec<T>*q, *k, *v, *w;
@@ -150,10 +153,10 @@ int64_t visible(const Dims& d, bool causal, int64_t i) {
 }
 
 // Query i's scores s[0, n) of every lane in place: scale, explicit masks, softmax (a fully
-// masked lane gives zeros); s[n, Tkp) become zero.
+// masked lane gives zeros); s[n, keys) become zero.
 template <class T>
-void softmax_row(Vec<T>* s, int64_t n, T scale, const MaskView& mask, const Group<T>& group,
-                 int64_t i) {
+void softmax_row(Vec<T>* s, int64_t n, int64_t keys, T scale, const MaskView& mask,
+                 const Group<T>& group, int64_t i) {
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
   for (int64_t j = 0; j < n; ++j) s[j] *= scale;
   if (mask.has_explicit()) {
@@ -172,7 +175,7 @@ void softmax_row(Vec<T>* s, int64_t n, T scale, const MaskView& mask, const Grou
   for (int64_t j = 0; j < n; ++j) total += s[j];
   const Vec<T> inverse = total > 0 ? 1 / total : Vec<T>{};
   for (int64_t j = 0; j < n; ++j) s[j] *= inverse;
-  for (int64_t j = n; j < group.Tkp; ++j) s[j] = Vec<T>{};
+  for (int64_t j = n; j < keys; ++j) s[j] = Vec<T>{};
 }
 
 // Per-lane pointers to the [T, D] rows of each lane's head in an operand: its query head, or
@@ -247,13 +250,14 @@ void lanes_forward(const Operands<const T>& in, const Dims& d, const MaskView& m
     to_lanes<T>(q, group.count, d.Tq, d.D, in.q_stride, keep.q, Dp);
     to_lanes<T>(k, group.count, d.Tk, d.D, in.kv_stride, keep.k, Dp);
     to_lanes<T>(v, group.count, d.Tk, d.D, in.kv_stride, keep.v, Dp);
-    std::fill(keep.k + d.Tk * Dp, keep.k + Tkp * Dp, Vec<T>{});
-    std::fill(keep.v + d.Tk * Dp, keep.v + Tkp * Dp, Vec<T>{});
+    const int64_t read_rows = round_up(d.Tk, kBlock);  // the rows dots() reads
+    std::fill(keep.k + d.Tk * Dp, keep.k + read_rows * Dp, Vec<T>{});
+    std::fill(keep.v + d.Tk * Dp, keep.v + read_rows * Dp, Vec<T>{});
     for (int64_t i = 0; i < d.Tq; ++i) {
       const int64_t n = visible(d, mask.causal(), i);
       Vec<T>* s = keep.w + i * Tkp;
       dots<T>(keep.q + i * Dp, keep.k, n, Dp, s);
-      softmax_row<T>(s, n, scale, mask, group, i);
+      softmax_row<T>(s, n, d.Tk, scale, mask, group, i);
       weighted_sum<T>(s, 1, keep.v, 0, n, Dp, o_row);
       T* out_row[L];
       for (int64_t lane = 0; lane < group.count; ++lane) out_row[lane] = o[lane] + i * d.H * d.D;

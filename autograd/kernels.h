@@ -150,34 +150,43 @@ T max_of(const T* x, int64_t n) {
   return Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, n).maxCoeff();
 }
 
-// y[i] = exp(x[i] - shift) over n contiguous elements (x == y allowed); returns the sum of the
-// y[i]. Eigen's vectorised exp: calling libm's scalar expf per score was a tenth of an
-// attention step. It runs on aligned fixed-size blocks (the last padded) because on a
-// dynamic-size map Eigen falls back to scalar calls for the unaligned head and the tail, which
-// for short attention rows (often 20 to 64 scores) was most of the row.
+// y[i] = exp(x[i] - shift) over n contiguous elements (x == y allowed). Eigen's vectorised exp:
+// calling libm's scalar expf per score was a tenth of an attention step. It runs on fixed-size
+// blocks, the last one filled by masked loads, because on a dynamic-size map Eigen falls back to
+// scalar calls for the unaligned head and the tail, which for short attention rows (often 20 to
+// 64 scores) was most of the row; copying the tail with std::copy cost a library call each way
+// on the 12-class rows of cross-entropy. Callers that need the sum take it with sum_over: the
+// `omp simd` sum this returned ended in a chain of kLanes scalar adds.
 template <class T>
-T exp_shifted(const T* x, T* y, int64_t n, T shift) {
+void exp_shifted(const T* x, T* y, int64_t n, T shift) {
   using Block = Eigen::Array<T, 16, 1>;  // a whole number of SIMD vectors
-  constexpr int64_t size = Block::SizeAtCompileTime;
+  constexpr int64_t size = Block::SizeAtCompileTime, lanes = simd::kLanes<T>;
+  // Eigen clamps the argument, so exp(-inf) comes out as a denormal instead of the exact 0 a
+  // masked entry needs: denormals (far below any sum's precision here) are flushed to zero.
+  auto exp_of = [shift](const Block& in) -> Block {
+    Block out = (in - shift).exp();
+    for (int64_t i = 0; i < size; ++i)
+      out[i] = out[i] < std::numeric_limits<T>::min() ? T(0) : out[i];
+    return out;
+  };
   for (int64_t start = 0; start < n; start += size) {
-    if (n - start >= size) {
-      Eigen::Map<Block>(y + start) = (Eigen::Map<const Block>(x + start) - shift).exp();
-    } else {
-      Block block = Block::Constant(-std::numeric_limits<T>::infinity());
-      std::copy(x + start, x + n, block.data());
-      block = (block - shift).exp();
-      std::copy(block.data(), block.data() + (n - start), y + start);
+    const int64_t count = std::min(size, n - start);
+    if (count == size) {
+      Eigen::Map<Block>(y + start) = exp_of(Eigen::Map<const Block>(x + start));
+      continue;
+    }
+    // Lanes past the tail hold zeros, whose exp is computed and dropped.
+    Block block = Block::Zero();
+    for (int64_t v = 0; v < count; v += lanes) {
+      simd::store<T>(block.data() + v,
+                     simd::load_first<T>(x + start + v, std::min(lanes, count - v)));
+    }
+    block = exp_of(block);
+    for (int64_t v = 0; v < count; v += lanes) {
+      simd::store_first<T>(y + start + v, simd::load<T>(block.data() + v),
+                           std::min(lanes, count - v));
     }
   }
-  // Eigen clamps the argument, so exp(-inf) comes out as a denormal instead of the exact 0 a
-  // masked entry needs: flush denormals (far below any sum's precision here) to zero.
-  T total = 0;
-#pragma omp simd reduction(+ : total)
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = y[i] < std::numeric_limits<T>::min() ? T(0) : y[i];
-    total += y[i];
-  }
-  return total;
 }
 
 // out = f(a, b) where a and b broadcast to out_shape. The last axis is the inner loop; the

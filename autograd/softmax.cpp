@@ -49,7 +49,8 @@ void softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
   }
   T total = 0;
   if (stride == 1) {
-    total = kernels::exp_shifted(x, y, n, m);
+    kernels::exp_shifted(x, y, n, m);
+    total = kernels::sum_over<T>(n, [&](int64_t i) { return y[i]; });
   } else {
     for (int64_t i = 0; i < n; ++i) total += (y[i * stride] = std::exp(x[i * stride] - m));
   }
@@ -66,7 +67,8 @@ void log_softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
   }
   T total = 0;
   if (stride == 1) {
-    total = kernels::exp_shifted(x, y, n, m);  // y is scratch until the last loop
+    kernels::exp_shifted(x, y, n, m);  // y is scratch until the last loop
+    total = kernels::sum_over<T>(n, [&](int64_t i) { return y[i]; });
   } else {
     for (int64_t i = 0; i < n; ++i) total += std::exp(x[i * stride] - m);
   }

@@ -155,6 +155,27 @@ TEST(OpsForward, GeluIsTheExactErfForm) {
   EXPECT_GT(std::abs(g1 - approx), 1e-4);
 }
 
+// The backward reads Phi(x) back from the output as y / x, except at 0. 37 points from -6 to 6
+// put 0 in a vector block (16 elements), 5 points around it put 0 in the tail.
+TEST(OpsForward, GeluGradientIsPhiPlusXTimesTheDensity) {
+  for (const int points : {37, 5}) {
+    std::vector<double> xs, want;
+    for (int i = 0; i < points; ++i) {
+      const double x = (i - points / 2) / 3.0;
+      xs.push_back(x);
+      want.push_back(0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+                     x * std::exp(-x * x / 2) / std::sqrt(2 * std::numbers::pi));
+    }
+    EXPECT_EQ(xs[points / 2], 0.0);
+    for (const DType dtype : {DType::Float32, DType::Float64}) {
+      Tensor x = Tensor::from_vector(xs, {points}, dtype);
+      x.set_requires_grad();
+      sum(gelu(x)).backward();
+      expect_close(x.grad(), {points}, want, dtype == DType::Float32 ? kF32 : kF64);
+    }
+  }
+}
+
 // --- Reductions -----------------------------------------------------------------------------
 
 TEST(OpsForward, SumOverAllAndAxes) {

@@ -64,17 +64,12 @@ void zip(const T* a, const T* b, T* out, int64_t n, F f) {
   });
 }
 
-// The kLanes interleaved partial sums of term(i) over the whole vectors of [0, n) (element i
-// in lane i % kLanes), and the sum of the tail past them. (A struct: std::pair would drop the
-// vector attribute of simd::Vec in its template argument.)
-template <class T>
-struct PartialSums {
-  simd::Vec<T> lanes;
-  T tail;
-};
-
+// The sum of term(i) over i in [0, n): kLanes interleaved partial sums (one vector) added in
+// a tree at the end, and the tail. `#pragma omp simd reduction` compiled to a vector loop and
+// then kLanes dependent scalar adds of the partial sums, about 60 cycles per call: on the
+// 64-element rows of layer norm that was most of the time.
 template <class T, class Term>
-PartialSums<T> partial_sums(int64_t n, Term term) {
+T sum_over(int64_t n, Term term) {
   constexpr int64_t lanes = simd::kLanes<T>;
   T partial[lanes] = {};
   int64_t i = 0;
@@ -83,36 +78,7 @@ PartialSums<T> partial_sums(int64_t n, Term term) {
   }
   T tail = 0;
   for (; i < n; ++i) tail += term(i);
-  return {simd::load<T>(partial), tail};
-}
-
-// The sum of term(i) over i in [0, n): the partial sums added in a tree, then the tail.
-// `#pragma omp simd reduction` compiled to a vector loop and then kLanes dependent scalar adds
-// of the partial sums, about 60 cycles per call: on the 64-element rows of layer norm that was
-// most of the time.
-template <class T, class Term>
-T sum_over(int64_t n, Term term) {
-  const PartialSums<T> sums = partial_sums<T>(n, term);
-  return simd::sum_lanes<T>(sums.lanes) + sums.tail;
-}
-
-// Lane r holds the sum of term(r, i) over i in [0, n), bit-identical to sum_over's, for the
-// rows r < count (<= kLanes); the lanes from count on are zero. One row's tree still ends in a
-// chain of dependent shuffles and adds; here the rows share them (simd::sum_lanes_of_rows).
-template <class T, class Term>
-simd::Vec<T> row_sums(int64_t count, int64_t n, Term term) {
-  constexpr int64_t lanes = simd::kLanes<T>;
-  simd::Vec<T> partial[lanes];
-  T tails[lanes] = {};
-  for (int64_t r = 0; r < lanes; ++r) {
-    partial[r] = simd::Vec<T>{};
-    if (r < count) {
-      const PartialSums<T> sums = partial_sums<T>(n, [&](int64_t i) { return term(r, i); });
-      partial[r] = sums.lanes;
-      tails[r] = sums.tail;
-    }
-  }
-  return simd::sum_lanes_of_rows<T>(partial) + simd::load<T>(tails);
+  return simd::sum_lanes<T>(simd::load<T>(partial)) + tail;
 }
 
 // The largest of n contiguous elements (-inf when n is 0). A plain max loop stays scalar (a

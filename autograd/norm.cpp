@@ -51,116 +51,86 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     T* y = out.data<T>();
     T* mu = mean.data<T>();
     T* rs = rstd.data<T>();
-    // Statistics for kLanes rows at a time: row by row, each row's sums ended in a chain of
-    // dependent adds and then a square root and a division, and the rows barely overlapped.
-    constexpr int64_t lanes = kernels::simd::kLanes<T>;
-    const int64_t blocks = (rows + lanes - 1) / lanes;
 #pragma omp parallel for if (x.numel() > kernels::kParallelThreshold) schedule(static)
-    for (int64_t block = 0; block < blocks; ++block) {
-      const int64_t first = block * lanes, count = std::min(lanes, rows - first);
-      const T* xb = xv + first * channels;
-      auto x_at = [&](int64_t r, int64_t c) { return xb[r * channels + c]; };
-      const T n = static_cast<T>(channels);
-      T m[lanes], s[lanes];
-      kernels::simd::store<T>(m, kernels::row_sums<T>(count, channels, x_at) / n);
-      auto squared_deviation = [&](int64_t r, int64_t c) {
-        const T centred = x_at(r, c) - m[r];
-        return centred * centred;
-      };
-      const kernels::simd::Vec<T> var =
-          kernels::row_sums<T>(count, channels, squared_deviation) / n;
-      for (int64_t r = 0; r < lanes; ++r) s[r] = 1 / std::sqrt(var[r] + static_cast<T>(eps));
-      for (int64_t r = 0; r < count; ++r) {
-        const T* xr = xb + r * channels;
-        mu[first + r] = m[r];
-        rs[first + r] = s[r];
-        T* yr = y + (first + r) * channels;
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = xv + r * channels;
+      const T m = kernels::sum_over<T>(channels, [&](int64_t c) { return xr[c]; }) /
+                  static_cast<T>(channels);
+      const T var =
+          kernels::sum_over<T>(channels, [&](int64_t c) { return (xr[c] - m) * (xr[c] - m); }) /
+          static_cast<T>(channels);
+      const T s = 1 / std::sqrt(var + static_cast<T>(eps));
+      mu[r] = m;
+      rs[r] = s;
+      T* yr = y + r * channels;
 #pragma omp simd
-        for (int64_t c = 0; c < channels; ++c) {
-          const T normed = (xr[c] - m[r]) * s[r];
-          yr[c] = normed * w[c] + b[c];
-        }
+      for (int64_t c = 0; c < channels; ++c) {
+        const T normed = (xr[c] - m) * s;
+        yr[c] = normed * w[c] + b[c];
       }
     }
   });
-  return record(
-      "layer_norm", out, {x, weight, bias},
-      [x, weight, bias, mean, rstd, rows, channels](const Tensor& g) {
-        // Rows go in fixed blocks, each adding its weight and bias gradients into its
-        // own partial sums, which are then added in block order: threads share the
-        // rows, and the result does not depend on how many there are.
-        constexpr int64_t kRowBlock = 64;
-        static_assert(kRowBlock % kernels::simd::kLanes<double> == 0 &&
-                      kRowBlock % kernels::simd::kLanes<float> == 0);
-        const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
-        Tensor dx = Tensor::empty(x.shape(), x.dtype());
-        Tensor dw = weight.defined() ? Tensor::empty(weight.shape(), x.dtype()) : Tensor();
-        Tensor db = bias.defined() ? Tensor::empty(bias.shape(), x.dtype()) : Tensor();
-        Tensor partial = Tensor::zeros({blocks, 2, channels}, x.dtype());
-        dispatch(x.dtype(), [&]<class T>() {
-          const T* xv = x.data<T>();
-          const T* gv = g.data<T>();
-          const T* w = weight_or<T>(weight, channels, 1);
-          T* dxv = dx.data<T>();
-          T* sums = partial.data<T>();
-          constexpr int64_t lanes = kernels::simd::kLanes<T>;
+  return record("layer_norm", out, {x, weight, bias},
+                [x, weight, bias, mean, rstd, rows, channels](const Tensor& g) {
+                  // Rows go in fixed blocks, each adding its weight and bias gradients into its
+                  // own partial sums, which are then added in block order: threads share the
+                  // rows, and the result does not depend on how many there are.
+                  constexpr int64_t kRowBlock = 64;
+                  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+                  Tensor dx = Tensor::empty(x.shape(), x.dtype());
+                  Tensor dw =
+                      weight.defined() ? Tensor::empty(weight.shape(), x.dtype()) : Tensor();
+                  Tensor db = bias.defined() ? Tensor::empty(bias.shape(), x.dtype()) : Tensor();
+                  Tensor partial = Tensor::zeros({blocks, 2, channels}, x.dtype());
+                  dispatch(x.dtype(), [&]<class T>() {
+                    const T* xv = x.data<T>();
+                    const T* gv = g.data<T>();
+                    const T* w = weight_or<T>(weight, channels, 1);
+                    T* dxv = dx.data<T>();
+                    T* sums = partial.data<T>();
 #pragma omp parallel for if (x.numel() > kernels::kParallelThreshold) schedule(static)
-          for (int64_t block = 0; block < blocks; ++block) {
-            T* dw_sum = sums + block * 2 * channels;
-            T* db_sum = dw_sum + channels;
-            const int64_t end = std::min(rows, (block + 1) * kRowBlock);
-            // kLanes rows' sums at a time, as in the forward.
-            for (int64_t first = block * kRowBlock; first < end; first += lanes) {
-              const int64_t count = std::min(lanes, end - first);
-              const T* xb = xv + first * channels;
-              const T* gb = gv + first * channels;
-              const T* mb = mean.data<T>() + first;
-              const T* sb = rstd.data<T>() + first;
-              // dxhat = g * w; dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat *
-              // xhat)).
-              T sum_d[lanes], sum_dx[lanes];
-              kernels::simd::store<T>(
-                  sum_d, kernels::row_sums<T>(count, channels, [&](int64_t r, int64_t c) {
-                    return gb[r * channels + c] * w[c];
-                  }));
-              kernels::simd::store<T>(
-                  sum_dx, kernels::row_sums<T>(count, channels, [&](int64_t r, int64_t c) {
-                    const int64_t i = r * channels + c;
-                    return gb[i] * w[c] * ((xb[i] - mb[r]) * sb[r]);
-                  }));
-              for (int64_t r = 0; r < count; ++r) {
-                const T* xr = xb + r * channels;
-                const T* gr = gb + r * channels;
-                const T m = mb[r], s = sb[r];
+                    for (int64_t block = 0; block < blocks; ++block) {
+                      T* dw_sum = sums + block * 2 * channels;
+                      T* db_sum = dw_sum + channels;
+                      const int64_t end = std::min(rows, (block + 1) * kRowBlock);
+                      for (int64_t r = block * kRowBlock; r < end; ++r) {
+                        const T* xr = xv + r * channels;
+                        const T* gr = gv + r * channels;
+                        const T m = mean.data<T>()[r], s = rstd.data<T>()[r];
+                        // dxhat = g * w; dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat *
+                        // xhat)).
+                        const T sum_d =
+                            kernels::sum_over<T>(channels, [&](int64_t c) { return gr[c] * w[c]; });
+                        const T sum_dx = kernels::sum_over<T>(
+                            channels, [&](int64_t c) { return gr[c] * w[c] * ((xr[c] - m) * s); });
 #pragma omp simd
-                for (int64_t c = 0; c < channels; ++c) {
-                  const T xhat = (xr[c] - m) * s;
-                  dw_sum[c] += gr[c] * xhat;
-                  db_sum[c] += gr[c];
-                }
-                const T mean_d = sum_d[r] / static_cast<T>(channels);
-                const T mean_dx = sum_dx[r] / static_cast<T>(channels);
-                T* dr = dxv + (first + r) * channels;
+                        for (int64_t c = 0; c < channels; ++c) {
+                          const T xhat = (xr[c] - m) * s;
+                          dw_sum[c] += gr[c] * xhat;
+                          db_sum[c] += gr[c];
+                        }
+                        const T mean_d = sum_d / static_cast<T>(channels);
+                        const T mean_dx = sum_dx / static_cast<T>(channels);
+                        T* dr = dxv + r * channels;
 #pragma omp simd
-                for (int64_t c = 0; c < channels; ++c) {
-                  const T xhat = (xr[c] - m) * s;
-                  dr[c] = s * (gr[c] * w[c] - mean_d - xhat * mean_dx);
-                }
-              }
-            }
-          }
-          for (int64_t c = 0; c < channels; ++c) {
-            T dw_total = 0, db_total = 0;
-            for (int64_t block = 0; block < blocks; ++block) {
-              dw_total += sums[block * 2 * channels + c];
-              db_total += sums[(block * 2 + 1) * channels + c];
-            }
-            if (dw.defined()) dw.data<T>()[c] = dw_total;
-            if (db.defined()) db.data<T>()[c] = db_total;
-          }
-        });
-        return std::vector<Tensor>{dx, dw, db};
-      });
+                        for (int64_t c = 0; c < channels; ++c) {
+                          const T xhat = (xr[c] - m) * s;
+                          dr[c] = s * (gr[c] * w[c] - mean_d - xhat * mean_dx);
+                        }
+                      }
+                    }
+                    for (int64_t c = 0; c < channels; ++c) {
+                      T dw_total = 0, db_total = 0;
+                      for (int64_t block = 0; block < blocks; ++block) {
+                        dw_total += sums[block * 2 * channels + c];
+                        db_total += sums[(block * 2 + 1) * channels + c];
+                      }
+                      if (dw.defined()) dw.data<T>()[c] = dw_total;
+                      if (db.defined()) db.data<T>()[c] = db_total;
+                    }
+                  });
+                  return std::vector<Tensor>{dx, dw, db};
+                });
 }
 
 }  // namespace gradlab

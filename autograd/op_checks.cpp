@@ -209,8 +209,7 @@ std::vector<OpCheck> make_checks() {
   // 70 rows: the backward sums the weight and bias gradients in blocks of 64 rows.
   add_check(normal_check("layer_norm_row_blocks", {{5, 14, 3}, {3}, {3}},
                          [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); }));
-  // 39 rows: whole blocks of a vector's lanes (layer norm's row statistics) and a partial one;
-  // rows of 19: whole vectors and a tail.
+  // Rows of 19 channels: the row sums' whole vectors and a tail.
   add_check(normal_check("layer_norm_lane_blocks", {{3, 13, 19}, {19}, {19}},
                          [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); }));
   add_check(normal_check("layer_norm_plain", {{3, 7}},

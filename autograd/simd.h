@@ -143,21 +143,4 @@ void transpose_block(Vec<T>* rows) {
   }
 }
 
-// Lane r of the result is the sum of the lanes of rows[r], for kLanes vectors at once: each
-// round adds the interleaved halves of rows i and i + half (transpose_block's pairing), so one
-// shuffle serves two rows, and the rows' additions overlap instead of each waiting on its own
-// chain. The lanes are added in the same pairs as in sum_lanes, so lane r is bit-identical to
-// sum_lanes(rows[r]). rows is overwritten.
-template <class T>
-Vec<T> sum_lanes_of_rows(Vec<T>* rows) {
-  constexpr auto all = std::make_index_sequence<kLanes<T>>{};
-  for (int half = kLanes<T> / 2; half >= 1; half /= 2) {
-    for (int i = 0; i < half; ++i) {
-      rows[i] = interleave<T, false>(rows[i], rows[i + half], all) +
-                interleave<T, true>(rows[i], rows[i + half], all);
-    }
-  }
-  return rows[0];
-}
-
 }  // namespace gradlab::kernels::simd

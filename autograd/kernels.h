@@ -131,8 +131,10 @@ void exp_shifted(const T* x, T* y, int64_t n, T shift) {
   // masked entry needs: denormals (far below any sum's precision here) are flushed to zero.
   auto exp_of = [shift](const Block& in) -> Block {
     Block out = (in - shift).exp();
-    for (int64_t i = 0; i < size; ++i)
-      out[i] = out[i] < std::numeric_limits<T>::min() ? T(0) : out[i];
+    for (int64_t v = 0; v < size; v += lanes) {
+      const simd::Vec<T> e = simd::load<T>(out.data() + v);
+      simd::store<T>(out.data() + v, e < std::numeric_limits<T>::min() ? simd::Vec<T>{} : e);
+    }
     return out;
   };
   for (int64_t start = 0; start < n; start += size) {

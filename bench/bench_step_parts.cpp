@@ -1,10 +1,12 @@
-// The training step's work besides its matrix products, one op at a time, on the default copy
-// model's shapes (bench_shared.h: batch 64 x 20 tokens, d_model 64, 4 heads, d_ff 256,
-// vocabulary 12), forward and backward, each op's operands hot in cache from the iteration
-// before. With step_products/copy_default (bench_compare.cpp) these add up to what the step
-// would cost if nothing ever waited on memory and the engine cost nothing between ops: the
-// floor under train_step/copy_default. The counter `per_step` is how many times a step runs the
-// op; multiply before adding up.
+// The training step's work one piece at a time, on the default copy model's shapes
+// (bench_shared.h: batch 64 x 20 tokens, d_model 64, 4 heads, d_ff 256, vocabulary 12), each
+// piece's operands hot in cache from the iteration before:
+//   step_parts/product/*   each matrix product of the linear layers as the model runs them (Q, K
+//                          and V stacked into one), through kernels::gemm
+//   step_parts/<op>        every other op, forward and backward
+// Added up, these are what the step would cost if nothing ever waited on memory and the engine
+// cost nothing between ops: the floor under train_step/copy_default. The counter `per_step` is
+// how many times a step runs the piece; multiply before adding up.
 //
 // The backward of an op whose input is a leaf copies the first gradient into the leaf (the
 // engine's rule, engine.cpp), which the step's activations do not pay: one copy of the input,
@@ -13,9 +15,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "autograd/attention.h"
+#include "autograd/gemm.h"
 #include "autograd/ops.h"
 #include "bench/bench_shared.h"
 #include "train/optimizer.h"
@@ -144,11 +148,55 @@ void BM_ClipAndAdamW(benchmark::State& state) {
   state.counters["per_step"] = 1;
 }
 
+// One linear-layer product, [m, k] @ [k, n] with the transposes the layer uses.
+struct Product {
+  const char* name;
+  int64_t m, n, k;
+  bool transposed_a, transposed_b;
+  int64_t per_step;
+};
+
+void BM_Product(benchmark::State& state, Product p) {
+  const std::vector<float> a = gb::normal_values("step_parts/product/a", p.m * p.k, 1.0);
+  const std::vector<float> b = gb::normal_values("step_parts/product/b", p.k * p.n, 1.0);
+  std::vector<float> c(static_cast<size_t>(p.m * p.n));
+  for (auto _ : state) {
+    gradlab::kernels::gemm<float>(p.m, p.n, p.k,
+                                  {a.data(), p.transposed_a ? p.m : p.k, p.transposed_a},
+                                  {b.data(), p.transposed_b ? p.k : p.n, p.transposed_b}, c.data(),
+                                  p.n, false, nullptr, false);
+    benchmark::ClobberMemory();
+  }
+  state.counters["per_step"] = static_cast<double>(p.per_step);
+  state.counters["FLOPS"] = benchmark::Counter(
+      2.0 * static_cast<double>(p.m * p.n * p.k) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
+// A linear layer [in] -> [out] on the step's rows: forward x W^T, dX = dY W, dW = dY^T x.
+void register_linear(const std::string& name, int64_t in, int64_t out, int64_t per_step) {
+  const Product products[] = {{"forward", kRows, out, in, false, true, per_step},
+                              {"input_grad", kRows, in, out, false, false, per_step},
+                              {"weight_grad", out, in, kRows, true, false, per_step}};
+  for (const Product& p : products) {
+    benchmark::RegisterBenchmark(("step_parts/product/" + name + "_" + p.name).c_str(), BM_Product,
+                                 p)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
+}
+
 void register_part(const char* name, void (*fn)(benchmark::State&)) {
   benchmark::RegisterBenchmark(name, fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
 const bool registered = [] {
+  const int64_t C = kSpec.d_model;
+  register_linear("qkv", C, 3 * C, kSpec.layers);
+  register_linear("attention_out", C, C, kSpec.layers);
+  register_linear("fc1", C, kSpec.d_ff, kSpec.layers);
+  register_linear("fc2", kSpec.d_ff, C, kSpec.layers);
+  register_linear("head", C, kSpec.vocab, 1);
   register_part("step_parts/gelu", BM_Gelu);
   register_part("step_parts/layer_norm", BM_LayerNorm);
   register_part("step_parts/attention", BM_Attention);

@@ -145,8 +145,7 @@ Tensor relu(const Tensor& x) {
 
 // GELU runs on Eigen arrays: their erf and exp are vectorised for float (a rational erf
 // accurate to a few ulp), and fall back to std::erf for double, which gradient checks need.
-// The backward computes Phi(x) again rather than keeping it from the forward: writing and
-// reading back a tensor the size of the feed-forward's hidden layer cost more than the erf.
+// The backward keeps no tensor of its own: it reads the input and the output (see below).
 Tensor gelu(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(), [&]<class T>() {

@@ -209,8 +209,8 @@ std::vector<OpCheck> make_checks() {
   // 70 rows: the backward sums the weight and bias gradients in blocks of 64 rows.
   add_check(normal_check("layer_norm_row_blocks", {{5, 14, 3}, {3}, {3}},
                          [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); }));
-  // Rows of 19 channels: the row sums' whole vectors and a tail.
-  add_check(normal_check("layer_norm_lane_blocks", {{3, 13, 19}, {19}, {19}},
+  // Rows of 19 channels: the row sums' whole vectors (8 doubles) and a tail.
+  add_check(normal_check("layer_norm_vectors_and_tail", {{3, 13, 19}, {19}, {19}},
                          [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); }));
   add_check(normal_check("layer_norm_plain", {{3, 7}},
                          [](const Inputs& x) { return layer_norm(x[0], Tensor(), Tensor()); }));

@@ -36,6 +36,10 @@ struct ConfigError : Error {
 struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// An output file (not a checkpoint) that cannot be written; the message names the file.
+struct FileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 // Misuse of the autograd graph, such as a second backward through a freed graph.
 struct GraphError : std::logic_error {
   using std::logic_error::logic_error;

@@ -88,7 +88,7 @@ void BM_TrainStep(benchmark::State& state) {
   gradlab::train::Trainer trainer(config);
   // Identical initial weights on both sides: gradlab's initialisation scheme, drawn from the
   // shared generator by parameter name.
-  auto named = trainer.module().named_parameters();
+  auto named = trainer.model().named_parameters();
   const auto specs = gb::model_params(spec);
   if (named.size() != specs.size()) {
     state.SkipWithError("DecoderLM's parameter list no longer matches bench_shared.h");

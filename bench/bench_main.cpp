@@ -8,10 +8,10 @@
 #include <string>
 
 #include "bench/bench_shared.h"
-#include "train/idle_threads.h"
+#include "train/cli/idle_threads.h"
 
 int main(int argc, char** argv) {
-  gradlab::train::make_idle_threads_sleep(argv);  // as the gradlab tool does
+  gradlab::cli::make_idle_threads_sleep(argv);  // as the gradlab tool does
   int threads = 1;
   try {
     threads = gradlab_bench::take_threads_flag(argc, argv);

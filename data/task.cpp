@@ -6,15 +6,12 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "autograd/format.h"
 
 namespace gradlab::data {
 namespace {
 
 using Sequence = std::vector<int64_t>;
-
-std::string str(int64_t v) {
-  return std::to_string(v);
-}
 
 // splitmix64's output function: a bijection of 64-bit words with good avalanche.
 uint64_t splitmix64(uint64_t x) {
@@ -38,62 +35,19 @@ bool is_recall(const TaskConfig& c) {
 
 void require_positive(const char* what, int64_t value) {
   if (value < 1)
-    throw ConfigError(std::string("task: ") + what + " must be >= 1, got " + str(value));
+    throw ConfigError(std::string("task: ") + what + " must be >= 1, got " + format_number(value));
 }
 
-std::vector<Sequence> draw(const Task& task, Generator& gen, int64_t count) {
-  std::vector<Sequence> samples;
-  samples.reserve(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) samples.push_back(task.sample(gen));
-  return samples;
-}
-
-std::vector<Sequence> training_samples(const Task& task, uint64_t seed, int64_t step,
-                                       int64_t batch_size) {
-  if (step < 0) throw ConfigError("task: step must be >= 0, got " + str(step));
-  require_positive("batch_size", batch_size);
-  Generator gen(stream_seed(seed, static_cast<uint64_t>(step)));
-  return draw(task, gen, batch_size);
-}
-
-std::vector<Sequence> heldout_samples(const Task& task, uint64_t seed, int64_t count) {
-  require_positive("heldout count", count);
-  Generator gen(stream_seed(seed, kHeldoutIndex));
-  return draw(task, gen, count);
-}
-
-Batch decoder_view(const Task& task, const std::vector<Sequence>& samples) {
-  const int64_t rows = static_cast<int64_t>(samples.size());
-  const int64_t steps = task.sample_length() - 1;
-  const int64_t first_answer = task.prompt_length();  // position whose target opens the answer
-  std::vector<int64_t> inputs, targets;
-  std::vector<uint8_t> mask;
-  for (const Sequence& s : samples) {
-    for (int64_t t = 0; t < steps; ++t) {
-      const bool counted = t >= first_answer;
-      inputs.push_back(s[static_cast<size_t>(t)]);
-      targets.push_back(counted ? s[static_cast<size_t>(t + 1)] : kIgnore);
-      mask.push_back(counted ? 1 : 0);
-    }
+// count samples drawn in order from gen, as rows of [count, L].
+Indices draw(const Task& task, Generator& gen, int64_t count) {
+  const int64_t length = task.sample_length();
+  std::vector<int64_t> values;
+  values.reserve(static_cast<size_t>(count * length));
+  for (int64_t i = 0; i < count; ++i) {
+    const Sequence s = task.sample(gen);
+    values.insert(values.end(), s.begin(), s.end());
   }
-  return {Indices({rows, steps}, std::move(inputs)), Indices({rows, steps}, std::move(targets)),
-          Mask({rows, steps}, std::move(mask))};
-}
-
-Seq2SeqBatch seq2seq_view(const Task& task, const std::vector<Sequence>& samples) {
-  const int64_t rows = static_cast<int64_t>(samples.size());
-  const auto prompt_len = task.prompt_length();
-  const auto answer_len = task.answer_length();
-  std::vector<int64_t> source, target_in, target_out;
-  for (const Sequence& s : samples) {
-    const auto answer_begin = s.begin() + prompt_len + 1;
-    source.insert(source.end(), s.begin(), s.begin() + prompt_len);
-    target_in.insert(target_in.end(), answer_begin - 1, s.end() - 1);  // SEP, answer[:-1]
-    target_out.insert(target_out.end(), answer_begin, s.end());
-  }
-  return {Indices({rows, prompt_len}, std::move(source)),
-          Indices({rows, answer_len}, std::move(target_in)),
-          Indices({rows, answer_len}, std::move(target_out))};
+  return Indices({count, length}, std::move(values));
 }
 
 }  // namespace
@@ -108,7 +62,7 @@ Task::Task(const TaskConfig& config) : config_(config) {
   if (is_recall(config) && config.num_symbols < config.length) {
     throw ConfigError(
         "task: recall needs num_symbols >= length (keys are distinct), got num_symbols " +
-        str(config.num_symbols) + " < length " + str(config.length));
+        format_number(config.num_symbols) + " < length " + format_number(config.length));
   }
 }
 
@@ -164,14 +118,14 @@ std::vector<int64_t> Task::answer(const std::vector<int64_t>& prompt) const {
 void Task::validate_prompt(const std::vector<int64_t>& prompt) const {
   const int64_t size = static_cast<int64_t>(prompt.size());
   if (size != prompt_length()) {
-    throw ConfigError("task: " + config_.name + " prompt has " + str(size) + " tokens, expected " +
-                      str(prompt_length()));
+    throw ConfigError("task: " + config_.name + " prompt has " + format_number(size) +
+                      " tokens, expected " + format_number(prompt_length()));
   }
   for (int64_t i = 0; i < size; ++i) {
     const int64_t v = prompt[static_cast<size_t>(i)];
     if (v < 1 || v > config_.num_symbols) {
-      throw ConfigError("task: prompt token " + str(i) + " is " + str(v) +
-                        ", outside the data symbols 1.." + str(config_.num_symbols));
+      throw ConfigError("task: prompt token " + format_number(i) + " is " + format_number(v) +
+                        ", outside the data symbols 1.." + format_number(config_.num_symbols));
     }
   }
   if (!is_recall(config_)) return;
@@ -180,28 +134,26 @@ void Task::validate_prompt(const std::vector<int64_t>& prompt) const {
   for (size_t i = 0; i < keys.size(); ++i) {
     if (std::find(keys.begin(), keys.begin() + static_cast<int64_t>(i), keys[i]) !=
         keys.begin() + static_cast<int64_t>(i)) {
-      throw ConfigError("task: recall prompt repeats key " + str(keys[i]));
+      throw ConfigError("task: recall prompt repeats key " + format_number(keys[i]));
     }
   }
   if (std::find(keys.begin(), keys.end(), prompt.back()) == keys.end()) {
-    throw ConfigError("task: recall query " + str(prompt.back()) + " is not one of the keys");
+    throw ConfigError("task: recall query " + format_number(prompt.back()) +
+                      " is not one of the keys");
   }
 }
 
-Batch Task::batch(uint64_t seed, int64_t step, int64_t batch_size) const {
-  return decoder_view(*this, training_samples(*this, seed, step, batch_size));
+Indices Task::samples(uint64_t seed, int64_t step, int64_t batch_size) const {
+  if (step < 0) throw ConfigError("task: step must be >= 0, got " + format_number(step));
+  require_positive("batch_size", batch_size);
+  Generator gen(stream_seed(seed, static_cast<uint64_t>(step)));
+  return draw(*this, gen, batch_size);
 }
 
-Seq2SeqBatch Task::seq2seq_batch(uint64_t seed, int64_t step, int64_t batch_size) const {
-  return seq2seq_view(*this, training_samples(*this, seed, step, batch_size));
-}
-
-Batch Task::heldout(uint64_t seed, int64_t count) const {
-  return decoder_view(*this, heldout_samples(*this, seed, count));
-}
-
-Seq2SeqBatch Task::seq2seq_heldout(uint64_t seed, int64_t count) const {
-  return seq2seq_view(*this, heldout_samples(*this, seed, count));
+Indices Task::heldout(uint64_t seed, int64_t count) const {
+  require_positive("heldout count", count);
+  Generator gen(stream_seed(seed, kHeldoutIndex));
+  return draw(*this, gen, count);
 }
 
 }  // namespace gradlab::data

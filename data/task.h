@@ -29,26 +29,11 @@
 namespace gradlab::data {
 
 constexpr int64_t kSeparator = 0;
-constexpr int64_t kIgnore = -100;  // target value left out of the loss (cross_entropy's default)
 
 struct TaskConfig {
   std::string name = "copy";  // copy | reverse | sort | recall
   int64_t length = 10;        // data tokens per sample (recall: key-value pairs)
   int64_t num_symbols = 10;   // data symbols 1..num_symbols
-};
-
-// Decoder-only view: the model reads `inputs` and predicts `targets` at every position.
-struct Batch {
-  Indices inputs;   // [B, T]: the sample without its last token
-  Indices targets;  // [B, T]: the sample shifted by one; kIgnore outside the answer
-  Mask loss_mask;   // [B, T]: true where the target is part of the answer
-};
-
-// Encoder-decoder view of the same samples (teacher forcing).
-struct Seq2SeqBatch {
-  Indices source;      // [B, S]: the prompt (everything before the separator)
-  Indices target_in;   // [B, A]: separator, then the answer without its last token
-  Indices target_out;  // [B, A]: the answer
 };
 
 class Task {
@@ -70,13 +55,13 @@ class Task {
   // Throws ConfigError naming the problem if prompt is not a valid prompt for this task.
   void validate_prompt(const std::vector<int64_t>& prompt) const;
 
-  // Training batch number `step` of the stream `seed`. Throws ConfigError for step < 0 or
-  // batch_size < 1 (count < 1 for the held-out set).
-  Batch batch(uint64_t seed, int64_t step, int64_t batch_size) const;
-  Seq2SeqBatch seq2seq_batch(uint64_t seed, int64_t step, int64_t batch_size) const;
-  // The fixed held-out set: drawn from a stream separate from every training stream.
-  Batch heldout(uint64_t seed, int64_t count) const;
-  Seq2SeqBatch seq2seq_heldout(uint64_t seed, int64_t count) const;
+  // Training batch number `step` of the stream `seed`: batch_size samples [B, L], each
+  // prompt, separator, answer (L = sample_length()); a model reads them through its view
+  // (nn/sequence_model.h). Throws ConfigError for step < 0 or batch_size < 1.
+  Indices samples(uint64_t seed, int64_t step, int64_t batch_size) const;
+  // The fixed held-out set [count, L]: drawn from a stream separate from every training
+  // stream. Throws ConfigError for count < 1.
+  Indices heldout(uint64_t seed, int64_t count) const;
 
  private:
   TaskConfig config_;

@@ -1,5 +1,5 @@
 // libFuzzer target: the command-line parsing of every gradlab subcommand, through the parse-only
-// entry points of train/commands.h (parse_train, parse_eval, ...), which validate exactly what
+// entry points of train/cli/commands.h (parse_train, parse_eval, ...), which validate exactly what
 // run_<command> validates before it starts its work, and then stop: nothing is trained, loaded
 // or written.
 //
@@ -30,14 +30,14 @@
 
 #include "autograd/error.h"
 #include "train/checkpoint.h"
-#include "train/commands.h"
+#include "train/cli/commands.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
 namespace {
 
 using namespace gradlab;
-using namespace gradlab::train;
+using namespace gradlab::cli;
 using Parser = int (*)(const std::vector<std::string>&);
 
 [[noreturn]] void bug(const std::string& what) {

@@ -1,6 +1,7 @@
 // The decoder-only and encoder-decoder models.
 #include "nn/models.h"
 
+#include "autograd/graph.h"
 #include "autograd/ops.h"
 
 namespace gradlab::nn {
@@ -25,19 +26,80 @@ void check_tokens(const char* model, const Indices& tokens) {
   }
 }
 
-// Runs x through blocks, collecting each block's self-attention weights when asked.
+// Runs x through blocks, collecting each block's self- and cross-attention weights when asked.
 Tensor run_blocks(const std::vector<std::shared_ptr<TransformerBlock>>& blocks, Tensor x,
                   const AttentionMasks& masks, const Tensor& memory,
-                  std::vector<Tensor>* attention) {
+                  std::vector<Tensor>* self_weights, std::vector<Tensor>* cross_weights) {
   for (const auto& block : blocks) {
-    Tensor weights;
-    x = block->forward(x, masks, memory, {}, attention ? &weights : nullptr);
-    if (attention) attention->push_back(weights);
+    Tensor self, cross;
+    x = block->forward(x, masks, memory, {}, self_weights ? &self : nullptr,
+                       cross_weights ? &cross : nullptr);
+    if (self_weights) self_weights->push_back(self);
+    if (cross_weights) cross_weights->push_back(cross);
   }
   return x;
 }
 
+// Position of the largest logit in the last row of logits [1, T, V] (the first one on a tie).
+int64_t argmax_last_row(const Tensor& logits) {
+  const Tensor row = logits.to(DType::Float32);
+  const int64_t vocab = row.size(-1);
+  const float* last = row.data<float>() + (row.numel() - vocab);
+  int64_t best = 0;
+  for (int64_t v = 1; v < vocab; ++v) {
+    if (last[v] > last[best]) best = v;
+  }
+  return best;
+}
+
+// Columns [begin, end) of every row of samples [B, L].
+Indices columns(const Indices& samples, int64_t begin, int64_t end) {
+  const int64_t rows = samples.shape[0], length = samples.shape[1];
+  std::vector<int64_t> values;
+  values.reserve(static_cast<size_t>(rows * (end - begin)));
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = samples.values.begin() + r * length;
+    values.insert(values.end(), row + begin, row + end);
+  }
+  return Indices({rows, end - begin}, std::move(values));
+}
+
+void check_samples(const Indices& samples, int64_t prompt_length) {
+  if (samples.shape.size() != 2 || prompt_length < 0 || samples.shape[1] < prompt_length + 2) {
+    throw ShapeError("SequenceModel: samples " + to_string(samples.shape) +
+                     " are not [B, P + 1 + A] with P = " + std::to_string(prompt_length) +
+                     " and A >= 1");
+  }
+}
+
+// Puts the model in evaluation mode for a scope, and back into training mode after it.
+struct EvalScope {
+  explicit EvalScope(Module& m) : module(m) { module.eval(); }
+  ~EvalScope() { module.train(); }
+  Module& module;
+};
+
 }  // namespace
+
+SequenceBatch decoder_view(const Indices& samples, int64_t prompt_length) {
+  check_samples(samples, prompt_length);
+  const int64_t length = samples.shape[1];
+  SequenceBatch batch{{}, columns(samples, 0, length - 1), columns(samples, 1, length)};
+  // Position t predicts token t + 1; positions before the separator predict the prompt.
+  for (size_t i = 0; i < batch.targets.values.size(); ++i) {
+    if (static_cast<int64_t>(i) % (length - 1) < prompt_length) {
+      batch.targets.values[i] = kIgnoreTarget;
+    }
+  }
+  return batch;
+}
+
+SequenceBatch encoder_decoder_view(const Indices& samples, int64_t prompt_length) {
+  check_samples(samples, prompt_length);
+  const int64_t length = samples.shape[1];
+  return {columns(samples, 0, prompt_length), columns(samples, prompt_length, length - 1),
+          columns(samples, prompt_length + 1, length)};
+}
 
 TokenAndPosition::TokenAndPosition(const ModelConfig& config, Generator& gen) {
   token_embedding = register_module(
@@ -58,8 +120,7 @@ Tensor TokenAndPosition::forward(const Indices& tokens, DType dtype) const {
   return token_embedding->forward(tokens) + positions;  // [B, T, C] + [T, C]
 }
 
-DecoderLM::DecoderLM(const ModelConfig& config)
-    : dropout_gen(std::make_shared<Generator>(config.seed + 1)), config_(config) {
+DecoderLM::DecoderLM(const ModelConfig& config) : SequenceModel(config) {
   Generator gen(config.seed);
   embed = register_module("embed", std::make_shared<TokenAndPosition>(config, gen));
   for (int64_t i = 0; i < config.num_layers; ++i) {
@@ -71,16 +132,37 @@ DecoderLM::DecoderLM(const ModelConfig& config)
   head = register_module("head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen));
 }
 
-Tensor DecoderLM::forward(const Indices& tokens, std::vector<Tensor>* attention) const {
+Tensor DecoderLM::forward(const Indices& tokens, AttentionMaps* maps) const {
   check_tokens("DecoderLM", tokens);
   AttentionMasks causal;
   causal.causal = true;
-  const Tensor x = embed->forward(tokens, head->weight.dtype());                      // [B, T, C]
-  return head->forward(ln_f->forward(run_blocks(blocks, x, causal, {}, attention)));  // [B, T, V]
+  const Tensor x = embed->forward(tokens, head->weight.dtype());  // [B, T, C]
+  const Tensor h = run_blocks(blocks, x, causal, {}, maps ? &maps->decoder_self : nullptr, nullptr);
+  return head->forward(ln_f->forward(h));  // [B, T, V]
 }
 
-EncoderDecoder::EncoderDecoder(const ModelConfig& config)
-    : dropout_gen(std::make_shared<Generator>(config.seed + 1)), config_(config) {
+SequenceBatch DecoderLM::view(const Indices& samples, int64_t prompt_length) const {
+  return decoder_view(samples, prompt_length);
+}
+
+Tensor DecoderLM::forward(const SequenceBatch& batch, AttentionMaps* maps) const {
+  return forward(batch.inputs, maps);
+}
+
+std::vector<int64_t> DecoderLM::greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
+                                              int64_t answer_length) {
+  NoGradGuard no_grad;
+  EvalScope eval(*this);
+  std::vector<int64_t> sequence = prompt;
+  sequence.push_back(separator);
+  for (int64_t i = 0; i < answer_length; ++i) {
+    const int64_t length = static_cast<int64_t>(sequence.size());
+    sequence.push_back(argmax_last_row(forward(Indices({1, length}, sequence))));
+  }
+  return {sequence.end() - answer_length, sequence.end()};
+}
+
+EncoderDecoder::EncoderDecoder(const ModelConfig& config) : SequenceModel(config) {
   Generator gen(config.seed);
   embed = register_module("embed", std::make_shared<TokenAndPosition>(config, gen));
   for (int64_t i = 0; i < config.num_layers; ++i) {
@@ -98,24 +180,50 @@ EncoderDecoder::EncoderDecoder(const ModelConfig& config)
   head = register_module("head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen));
 }
 
-Tensor EncoderDecoder::encode(const Indices& source, std::vector<Tensor>* attention) const {
+Tensor EncoderDecoder::encode(const Indices& source, AttentionMaps* maps) const {
   check_tokens("EncoderDecoder", source);
   const Tensor x = embed->forward(source, head->weight.dtype());
-  return encoder_ln->forward(run_blocks(encoder_blocks, x, {}, {}, attention));  // [B, S, C]
+  const Tensor h =
+      run_blocks(encoder_blocks, x, {}, {}, maps ? &maps->encoder_self : nullptr, nullptr);
+  return encoder_ln->forward(h);  // [B, S, C]
 }
 
 Tensor EncoderDecoder::decode(const Tensor& memory, const Indices& target_in,
-                              std::vector<Tensor>* attention) const {
+                              AttentionMaps* maps) const {
   check_tokens("EncoderDecoder", target_in);
   AttentionMasks causal;
   causal.causal = true;
   const Tensor y = embed->forward(target_in, head->weight.dtype());
-  return head->forward(ln_f->forward(run_blocks(decoder_blocks, y, causal, memory, attention)));
+  const Tensor h =
+      run_blocks(decoder_blocks, y, causal, memory, maps ? &maps->decoder_self : nullptr,
+                 maps ? &maps->decoder_cross : nullptr);
+  return head->forward(ln_f->forward(h));  // [B, T, V]
 }
 
 Tensor EncoderDecoder::forward(const Indices& source, const Indices& target_in,
-                               std::vector<Tensor>* attention) const {
-  return decode(encode(source, attention), target_in, attention);
+                               AttentionMaps* maps) const {
+  return decode(encode(source, maps), target_in, maps);
+}
+
+SequenceBatch EncoderDecoder::view(const Indices& samples, int64_t prompt_length) const {
+  return encoder_decoder_view(samples, prompt_length);
+}
+
+Tensor EncoderDecoder::forward(const SequenceBatch& batch, AttentionMaps* maps) const {
+  return forward(batch.source, batch.inputs, maps);
+}
+
+std::vector<int64_t> EncoderDecoder::greedy_decode(const std::vector<int64_t>& prompt,
+                                                   int64_t separator, int64_t answer_length) {
+  NoGradGuard no_grad;
+  EvalScope eval(*this);
+  const Tensor memory = encode(Indices({1, static_cast<int64_t>(prompt.size())}, prompt));
+  std::vector<int64_t> target{separator};
+  for (int64_t i = 0; i < answer_length; ++i) {
+    const int64_t length = static_cast<int64_t>(target.size());
+    target.push_back(argmax_last_row(decode(memory, Indices({1, length}, target))));
+  }
+  return {target.begin() + 1, target.end()};
 }
 
 }  // namespace gradlab::nn

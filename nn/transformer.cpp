@@ -33,7 +33,10 @@ TransformerBlock::TransformerBlock(const BlockConfig& config, Generator& gen,
 
 Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_masks,
                                  const Tensor& memory, const AttentionMasks& memory_masks,
-                                 Tensor* self_weights) const {
+                                 Tensor* self_weights, Tensor* cross_weights) const {
+  if (cross_weights && !cross_attn) {
+    throw ShapeError("TransformerBlock: cross-attention weights asked of a block without it");
+  }
   if (cross_attn && !memory.defined()) {
     throw ShapeError("TransformerBlock: a block with cross-attention needs the encoder memory");
   }
@@ -45,15 +48,21 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_mas
     if (pre_norm_) return residual_add(h, drop_->forward(body(norm.forward(h))), name);
     return norm.forward(residual_add(h, drop_->forward(body(h)), name));
   };
-  Tensor h = sublayer(x, *ln1, "attention", [&](const Tensor& in) {
-    if (!self_weights) return attn->forward(in, self_masks);
-    AttentionOutput result = attn->forward_with_weights(in, in, self_masks);
-    *self_weights = result.weights;
+  // One attention sublayer's body, keeping its weights when asked.
+  auto attend = [](const MultiHeadAttention& attention, const Tensor& query, const Tensor& keys,
+                   const AttentionMasks& masks, Tensor* weights) {
+    if (!weights) return attention.forward(query, keys, masks);
+    AttentionOutput result = attention.forward_with_weights(query, keys, masks);
+    *weights = result.weights;
     return result.output;
+  };
+  Tensor h = sublayer(x, *ln1, "attention", [&](const Tensor& in) {
+    return attend(*attn, in, in, self_masks, self_weights);
   });
   if (cross_attn) {
-    h = sublayer(h, *ln_cross, "cross-attention",
-                 [&](const Tensor& in) { return cross_attn->forward(in, memory, memory_masks); });
+    h = sublayer(h, *ln_cross, "cross-attention", [&](const Tensor& in) {
+      return attend(*cross_attn, in, memory, memory_masks, cross_weights);
+    });
   }
   return sublayer(h, *ln2, "feed-forward", [&](const Tensor& in) { return ffn->forward(in); });
 }

@@ -26,10 +26,11 @@ class TransformerBlock : public Module {
                    std::shared_ptr<Generator> dropout_gen = nullptr);
 
   // x [B, T, C]; memory [B, S, C] is required exactly when the block has cross-attention.
-  // With self_weights, stores the self-attention weights [B, H, T, T] there.
+  // With self_weights, stores the self-attention weights [B, H, T, T] there; with
+  // cross_weights, the cross-attention weights [B, H, T, S].
   Tensor forward(const Tensor& x, const AttentionMasks& self_masks = {},
                  const Tensor& memory = Tensor(), const AttentionMasks& memory_masks = {},
-                 Tensor* self_weights = nullptr) const;
+                 Tensor* self_weights = nullptr, Tensor* cross_weights = nullptr) const;
 
   std::shared_ptr<LayerNorm> ln1, ln_cross, ln2;
   std::shared_ptr<MultiHeadAttention> attn, cross_attn;

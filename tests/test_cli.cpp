@@ -325,6 +325,18 @@ std::vector<float> read_weights(const H5::H5File& file, const std::string& name,
   return values;
 }
 
+// A 1-D int64 dataset or attribute.
+template <class Source>
+std::vector<int64_t> read_ints(const Source& source) {
+  std::vector<int64_t> values(static_cast<size_t>(source.getSpace().getSimpleExtentNpoints()));
+  if constexpr (std::is_same_v<Source, H5::Attribute>) {
+    source.read(H5::PredType::NATIVE_INT64, values.data());
+  } else {
+    source.read(values.data(), H5::PredType::NATIVE_INT64);
+  }
+  return values;
+}
+
 // [H, T, T] weights: every row sums to 1, and if causal nothing above the diagonal.
 void expect_attention(const H5::H5File& file, const std::string& name, hsize_t heads,
                       hsize_t length, bool causal) {
@@ -373,6 +385,19 @@ TEST_F(CliCheckpointTest, AttentionWritesOneHeadsByQueriesByKeysDatasetPerLayer)
   for (const char* layer : {"decoder_layer_0", "decoder_layer_1"}) {
     expect_attention(file, layer, 4, 4, true);
   }
+  // Cross-attention: the decoder's 4 inputs (separator, answer minus its last token) over the
+  // encoder's 4 source tokens, labelled with both.
+  const std::vector<int64_t> source = read_ints(file.openDataSet("source"));
+  const std::vector<int64_t> inputs = read_ints(file.openDataSet("inputs"));
+  EXPECT_EQ(source, (std::vector<int64_t>{4, 3, 2, 1}));
+  for (const char* layer : {"decoder_cross_layer_0", "decoder_cross_layer_1"}) {
+    expect_attention(file, layer, 4, 4, false);
+    const H5::DataSet set = file.openDataSet(layer);
+    EXPECT_EQ(read_ints(set.openAttribute("query_tokens")), inputs) << layer;
+    EXPECT_EQ(read_ints(set.openAttribute("key_tokens")), source) << layer;
+  }
+  EXPECT_FALSE(file.nameExists("decoder_cross_layer_2"));
+  EXPECT_FALSE(file.nameExists("layer_0"));
 }
 
 // ---------------------------------------------------------------------------------------------

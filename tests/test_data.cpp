@@ -13,11 +13,28 @@
 
 #include "autograd/error.h"
 #include "data/task.h"
+#include "nn/sequence_model.h"
 
 namespace gradlab::data {
 namespace {
 
 using Sequence = std::vector<int64_t>;
+using nn::kIgnoreTarget;
+using nn::SequenceBatch;
+
+// The task's samples as the decoder-only and the encoder-decoder models read them.
+SequenceBatch batch(const Task& task, uint64_t seed, int64_t step, int64_t size) {
+  return nn::decoder_view(task.samples(seed, step, size), task.prompt_length());
+}
+SequenceBatch heldout(const Task& task, uint64_t seed, int64_t count) {
+  return nn::decoder_view(task.heldout(seed, count), task.prompt_length());
+}
+SequenceBatch seq2seq_batch(const Task& task, uint64_t seed, int64_t step, int64_t size) {
+  return nn::encoder_decoder_view(task.samples(seed, step, size), task.prompt_length());
+}
+SequenceBatch seq2seq_heldout(const Task& task, uint64_t seed, int64_t count) {
+  return nn::encoder_decoder_view(task.heldout(seed, count), task.prompt_length());
+}
 
 Task make(const std::string& name, int64_t length, int64_t num_symbols) {
   TaskConfig c;
@@ -51,7 +68,7 @@ Sequence row(const Indices& a, int64_t r) {
 }
 
 // Sample r rebuilt from the decoder view: the inputs plus the last target.
-Sequence sample_of(const Batch& b, int64_t r) {
+Sequence sample_of(const SequenceBatch& b, int64_t r) {
   Sequence s = row(b.inputs, r);
   s.push_back(row(b.targets, r).back());
   return s;
@@ -86,16 +103,15 @@ TEST(Task, Lengths) {
 
 TEST(Task, CopyLength10BatchLayout) {
   const Task task = make("copy", 10, 10);
-  const Batch b = task.batch(7, 0, 3);
+  const SequenceBatch b = batch(task, 7, 0, 3);
   EXPECT_EQ(b.inputs.shape, (Shape{3, 20}));
   EXPECT_EQ(b.targets.shape, (Shape{3, 20}));
-  EXPECT_EQ(b.loss_mask.shape, (Shape{3, 20}));
   for (int64_t r = 0; r < 3; ++r) {
     for (int64_t t = 0; t < 20; ++t) {
       const size_t i = static_cast<size_t>(r * 20 + t);
-      EXPECT_EQ(b.loss_mask.values[i], t >= 10 ? 1 : 0) << "row " << r << " position " << t;
+      EXPECT_EQ(b.targets.values[i] != kIgnoreTarget, t >= 10) << "row " << r << " position " << t;
       if (t < 10) {
-        EXPECT_EQ(b.targets.values[i], kIgnore);
+        EXPECT_EQ(b.targets.values[i], kIgnoreTarget);
       }
     }
     EXPECT_EQ(b.inputs.values[static_cast<size_t>(r * 20 + 10)], kSeparator);
@@ -122,10 +138,9 @@ TEST(Task, BatchesCorrectForEveryTask) {
     const int64_t B = 64;
     const int64_t T = task.sample_length() - 1;
     const int64_t P = task.prompt_length();
-    const Batch b = task.batch(11, 3, B);
+    const SequenceBatch b = batch(task, 11, 3, B);
     ASSERT_EQ(b.inputs.shape, (Shape{B, T}));
     ASSERT_EQ(b.targets.shape, (Shape{B, T}));
-    ASSERT_EQ(b.loss_mask.shape, (Shape{B, T}));
     for (int64_t r = 0; r < B; ++r) {
       const Sequence s = sample_of(b, r);
       const Sequence prompt(s.begin(), s.begin() + P);
@@ -139,10 +154,9 @@ TEST(Task, BatchesCorrectForEveryTask) {
       int64_t counted = 0;
       for (int64_t t = 0; t < T; ++t) {
         const bool in_answer = t >= P;  // target s[t + 1] lies after the separator
-        EXPECT_EQ(b.loss_mask.values[static_cast<size_t>(r * T + t)], in_answer ? 1 : 0);
-        const int64_t expected = in_answer ? s[static_cast<size_t>(t + 1)] : kIgnore;
+        const int64_t expected = in_answer ? s[static_cast<size_t>(t + 1)] : kIgnoreTarget;
         EXPECT_EQ(targets[static_cast<size_t>(t)], expected) << "row " << r << " t " << t;
-        counted += b.loss_mask.values[static_cast<size_t>(r * T + t)];
+        counted += targets[static_cast<size_t>(t)] != kIgnoreTarget;
       }
       EXPECT_EQ(counted, task.answer_length());
     }
@@ -151,7 +165,7 @@ TEST(Task, BatchesCorrectForEveryTask) {
 
 TEST(Task, RecallKeysDistinctAndQueryAmongKeys) {
   const Task task = make("recall", 6, 6);  // keys are a permutation of 1..6
-  const Batch b = task.batch(5, 0, 200);
+  const SequenceBatch b = batch(task, 5, 0, 200);
   std::set<int64_t> query_slots;
   for (int64_t r = 0; r < 200; ++r) {
     const Sequence s = sample_of(b, r);
@@ -172,45 +186,44 @@ TEST(Task, RecallKeysDistinctAndQueryAmongKeys) {
 
 TEST(Task, EverySymbolIsDrawn) {
   const Task task = make("copy", 8, 9);
-  const Batch b = task.batch(1, 0, 100);
+  const SequenceBatch b = batch(task, 1, 0, 100);
   std::set<int64_t> seen(b.inputs.values.begin(), b.inputs.values.end());
   EXPECT_EQ(seen, (std::set<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));  // never the padding
 }
 
 TEST(Task, BatchesAreAPureFunctionOfSeedAndStep) {
   const Task task = make("reverse", 8, 10);
-  const Batch a3 = task.batch(42, 3, 16);
-  const Batch a1 = task.batch(42, 1, 16);
+  const SequenceBatch a3 = batch(task, 42, 3, 16);
+  const SequenceBatch a1 = batch(task, 42, 1, 16);
   // Other order, with unrelated calls in between.
   const Task other = make("reverse", 8, 10);
-  const Batch b1 = other.batch(42, 1, 16);
-  other.batch(42, 9, 4);
-  other.heldout(42, 5);
-  const Batch b3 = other.batch(42, 3, 16);
+  const SequenceBatch b1 = batch(other, 42, 1, 16);
+  batch(other, 42, 9, 4);
+  heldout(other, 42, 5);
+  const SequenceBatch b3 = batch(other, 42, 3, 16);
   EXPECT_EQ(a1.inputs, b1.inputs);
   EXPECT_EQ(a1.targets, b1.targets);
-  EXPECT_EQ(a1.loss_mask, b1.loss_mask);
   EXPECT_EQ(a3.inputs, b3.inputs);
   EXPECT_EQ(a3.targets, b3.targets);
 
-  EXPECT_NE(a1.inputs, a3.inputs);                                    // different step
-  EXPECT_NE(task.batch(43, 3, 16).inputs, a3.inputs);                 // different seed
-  EXPECT_NE(task.batch(42, 4, 16).inputs, a3.inputs);                 // neighbouring step
-  EXPECT_EQ(row(task.batch(42, 3, 4).inputs, 2), row(a3.inputs, 2));  // rows drawn in order
+  EXPECT_NE(a1.inputs, a3.inputs);                                     // different step
+  EXPECT_NE(batch(task, 43, 3, 16).inputs, a3.inputs);                 // different seed
+  EXPECT_NE(batch(task, 42, 4, 16).inputs, a3.inputs);                 // neighbouring step
+  EXPECT_EQ(row(batch(task, 42, 3, 4).inputs, 2), row(a3.inputs, 2));  // rows drawn in order
 }
 
 TEST(Task, HeldoutIsFixedAndSeparateFromTraining) {
   const Task task = make("sort", 6, 10);
-  const Batch h = task.heldout(9, 512);
+  const SequenceBatch h = heldout(task, 9, 512);
   EXPECT_EQ(h.inputs.shape, (Shape{512, 12}));
-  EXPECT_EQ(task.heldout(9, 512).inputs, h.inputs);
-  EXPECT_EQ(row(task.heldout(9, 10).inputs, 9), row(h.inputs, 9));  // prefix-stable
-  EXPECT_NE(task.heldout(10, 512).inputs, h.inputs);
+  EXPECT_EQ(heldout(task, 9, 512).inputs, h.inputs);
+  EXPECT_EQ(row(heldout(task, 9, 10).inputs, 9), row(h.inputs, 9));  // prefix-stable
+  EXPECT_NE(heldout(task, 10, 512).inputs, h.inputs);
 
   std::multiset<Sequence> held, train;
   for (int64_t r = 0; r < 512; ++r) held.insert(sample_of(h, r));
   for (int64_t step = 0; step < 4; ++step) {
-    const Batch b = task.batch(9, step, 512);
+    const SequenceBatch b = batch(task, 9, step, 512);
     train.clear();
     for (int64_t r = 0; r < 512; ++r) train.insert(sample_of(b, r));
     EXPECT_NE(held, train) << "step " << step;
@@ -223,28 +236,28 @@ TEST(Task, Seq2SeqViewMatchesDecoderView) {
     SCOPED_TRACE(name);
     const Task task = make(name, 4, 9);
     const int64_t P = task.prompt_length(), A = task.answer_length(), n = 32;
-    const Batch d = task.heldout(3, n);
-    const Seq2SeqBatch s = task.seq2seq_heldout(3, n);
+    const SequenceBatch d = heldout(task, 3, n);
+    const SequenceBatch s = seq2seq_heldout(task, 3, n);
     ASSERT_EQ(s.source.shape, (Shape{n, P}));
-    ASSERT_EQ(s.target_in.shape, (Shape{n, A}));
-    ASSERT_EQ(s.target_out.shape, (Shape{n, A}));
+    ASSERT_EQ(s.inputs.shape, (Shape{n, A}));
+    ASSERT_EQ(s.targets.shape, (Shape{n, A}));
     for (int64_t r = 0; r < n; ++r) {
       const Sequence sample = sample_of(d, r);
       const Sequence prompt(sample.begin(), sample.begin() + P);
       const Sequence answer(sample.begin() + P + 1, sample.end());
       EXPECT_EQ(row(s.source, r), prompt);
-      EXPECT_EQ(row(s.target_out, r), answer);
+      EXPECT_EQ(row(s.targets, r), answer);
       Sequence shifted = {kSeparator};
       shifted.insert(shifted.end(), answer.begin(), answer.end() - 1);
-      EXPECT_EQ(row(s.target_in, r), shifted);
+      EXPECT_EQ(row(s.inputs, r), shifted);
       EXPECT_EQ(answer, reference_answer(name, prompt));
     }
-    const Batch db = task.batch(3, 2, 8);
-    const Seq2SeqBatch sb = task.seq2seq_batch(3, 2, 8);
+    const SequenceBatch db = batch(task, 3, 2, 8);
+    const SequenceBatch sb = seq2seq_batch(task, 3, 2, 8);
     for (int64_t r = 0; r < 8; ++r) {
       const Sequence sample = sample_of(db, r);
       EXPECT_EQ(row(sb.source, r), Sequence(sample.begin(), sample.begin() + P));
-      EXPECT_EQ(row(sb.target_out, r), Sequence(sample.begin() + P + 1, sample.end()));
+      EXPECT_EQ(row(sb.targets, r), Sequence(sample.begin() + P + 1, sample.end()));
     }
   }
 }
@@ -252,19 +265,17 @@ TEST(Task, Seq2SeqViewMatchesDecoderView) {
 TEST(Task, LengthOneCopy) {
   const Task task = make("copy", 1, 5);
   EXPECT_EQ(task.sample_length(), 3);
-  const Batch b = task.batch(0, 0, 20);
+  const SequenceBatch b = batch(task, 0, 0, 20);
   ASSERT_EQ(b.inputs.shape, (Shape{20, 2}));
   for (int64_t r = 0; r < 20; ++r) {
     const Sequence in = row(b.inputs, r), tg = row(b.targets, r);
     EXPECT_TRUE(in[0] >= 1 && in[0] <= 5);
     EXPECT_EQ(in[1], kSeparator);
-    EXPECT_EQ(tg, (Sequence{kIgnore, in[0]}));
-    EXPECT_EQ(b.loss_mask.values[static_cast<size_t>(2 * r)], 0);
-    EXPECT_EQ(b.loss_mask.values[static_cast<size_t>(2 * r + 1)], 1);
+    EXPECT_EQ(tg, (Sequence{kIgnoreTarget, in[0]}));
   }
-  const Seq2SeqBatch s = task.seq2seq_batch(0, 0, 20);
-  EXPECT_EQ(s.source, s.target_out);
-  EXPECT_EQ(s.target_in.values, Sequence(20, kSeparator));
+  const SequenceBatch s = seq2seq_batch(task, 0, 0, 20);
+  EXPECT_EQ(s.source, s.targets);
+  EXPECT_EQ(s.inputs.values, Sequence(20, kSeparator));
 }
 
 TEST(Task, AnswerAndValidatePrompt) {
@@ -297,9 +308,9 @@ TEST(Task, ConfigErrorsNameTheField) {
   EXPECT_TRUE(contains(recall, "length")) << recall;
   EXPECT_NO_THROW(make("recall", 3, 3));
   const Task task = make("copy", 2, 3);
-  EXPECT_TRUE(contains(message_of([&] { task.batch(0, 0, 0); }), "batch_size"));
-  EXPECT_TRUE(contains(message_of([&] { task.batch(0, -1, 2); }), "step"));
-  EXPECT_TRUE(contains(message_of([&] { task.heldout(0, 0); }), "count"));
+  EXPECT_TRUE(contains(message_of([&] { batch(task, 0, 0, 0); }), "batch_size"));
+  EXPECT_TRUE(contains(message_of([&] { batch(task, 0, -1, 2); }), "step"));
+  EXPECT_TRUE(contains(message_of([&] { heldout(task, 0, 0); }), "count"));
 }
 
 }  // namespace

@@ -282,10 +282,11 @@ void expect_trains(const train::RunConfig& config) {
   EXPECT_TRUE(std::isfinite(m.loss));
   EXPECT_GE(m.exact_match, 0);
   EXPECT_LE(m.exact_match, 1);
-  std::vector<int64_t> prompt(static_cast<size_t>(trainer.task().prompt_length()), 1);
+  const data::Task task(config.task);
+  std::vector<int64_t> prompt(static_cast<size_t>(task.prompt_length()), 1);
   if (config.task.name == "recall") prompt = {1, 2, 1};
-  EXPECT_EQ(trainer.greedy_answer(prompt).size(),
-            static_cast<size_t>(trainer.task().answer_length()));
+  EXPECT_EQ(trainer.model().greedy_decode(prompt, data::kSeparator, task.answer_length()).size(),
+            static_cast<size_t>(task.answer_length()));
 }
 
 TEST(EdgeCaseSizes, LengthOneSequencesTrain) {

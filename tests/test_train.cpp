@@ -21,6 +21,7 @@
 #include "cli_runner.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/fit.h"
 #include "train/trainer.h"
 
 namespace gradlab::train {
@@ -244,10 +245,12 @@ TEST_F(TrainTest, CheckpointRoundTripIsBitIdentical) {
     }
 
     // A trainer rebuilt from the file holds the same state and takes the same next step.
-    const auto loaded = load_trainer(path);
-    expect_same_state(loaded->checkpoint(), live);
-    EXPECT_TRUE(same_bits(loaded->train_step().loss, trainer.train_step().loss));
-    expect_identical(loaded->module().named_parameters(), trainer.module().named_parameters());
+    const LoadedRun loaded = load_run(path);
+    expect_same_state(loaded.trainer->checkpoint(), live);
+    EXPECT_EQ(to_entries(loaded.config), live.config);
+    EXPECT_TRUE(same_bits(loaded.trainer->train_step().loss, trainer.train_step().loss));
+    expect_identical(loaded.trainer->model().named_parameters(),
+                     trainer.model().named_parameters());
   }
 }
 
@@ -256,28 +259,25 @@ TEST_F(TrainTest, CheckpointRoundTripIsBitIdentical) {
 
 // Trains until held-out exact match reaches `target` (checked every 25 steps) or max_steps.
 Metrics train_until(Trainer& trainer, double target, int64_t max_steps) {
-  Metrics m;
-  while (trainer.step() < max_steps) {
-    trainer.train_step();
-    if (trainer.step() % 25 == 0) {
-      m = trainer.evaluate();
-      if (m.exact_match >= target) break;
-    }
-  }
-  return m;
+  LoopPolicy policy;
+  policy.steps = max_steps;
+  policy.eval_every = 25;
+  policy.target_accuracy = target;
+  Observer quiet;
+  return fit(trainer, policy, quiet).last_metrics;
 }
 
 // Greedy (not teacher-forced) decoding of prompts from a generator no training or held-out
 // stream uses. Teacher-forced accuracy alone would not notice a causal mask that lets a
 // position see the next token; free-running decoding would then fail.
-void expect_greedy_correct(Trainer& trainer, int count) {
+void expect_greedy_correct(Trainer& trainer, const data::Task& task, int count) {
   Generator gen(0x5eed'f00d'cafeULL);
-  const data::Task& task = trainer.task();
   for (int i = 0; i < count; ++i) {
     const std::vector<int64_t> sample = task.sample(gen);
     const std::vector<int64_t> prompt(sample.begin(), sample.begin() + task.prompt_length());
     const std::vector<int64_t> want = task.answer(prompt);
-    const std::vector<int64_t> got = trainer.greedy_answer(prompt);
+    const std::vector<int64_t> got =
+        trainer.model().greedy_decode(prompt, data::kSeparator, task.answer_length());
     EXPECT_EQ(got, want) << "prompt " << ::testing::PrintToString(prompt);
   }
 }
@@ -299,44 +299,49 @@ RunConfig task_config(const std::string& task, const std::string& model) {
 }
 
 TEST_F(TrainTest, EndToEndCopyReachesExactMatchAndDecodesGreedily) {
-  Trainer trainer(task_config("copy", "decoder"));
+  const RunConfig trainer_config = task_config("copy", "decoder");
+  Trainer trainer(trainer_config);
   const Metrics m = train_until(trainer, 0.99, 400);
   EXPECT_GE(m.exact_match, 0.95) << "after " << trainer.step() << " steps";
-  expect_greedy_correct(trainer, 16);
+  expect_greedy_correct(trainer, data::Task(trainer_config.task), 16);
 }
 
 TEST_F(TrainTest, EndToEndReverseReachesExactMatchAndDecodesGreedily) {
-  Trainer trainer(task_config("reverse", "decoder"));
+  const RunConfig trainer_config = task_config("reverse", "decoder");
+  Trainer trainer(trainer_config);
   const Metrics m = train_until(trainer, 0.99, 400);
   EXPECT_GE(m.exact_match, 0.95) << "after " << trainer.step() << " steps";
-  expect_greedy_correct(trainer, 16);
+  expect_greedy_correct(trainer, data::Task(trainer_config.task), 16);
 }
 
 TEST_F(TrainTest, EndToEndSeq2SeqReverseReachesExactMatchAndDecodesGreedily) {
-  Trainer trainer(task_config("reverse", "seq2seq"));
+  const RunConfig trainer_config = task_config("reverse", "seq2seq");
+  Trainer trainer(trainer_config);
   const Metrics m = train_until(trainer, 0.99, 600);
   EXPECT_GE(m.exact_match, 0.95) << "after " << trainer.step() << " steps";
-  expect_greedy_correct(trainer, 16);
+  expect_greedy_correct(trainer, data::Task(trainer_config.task), 16);
 }
 
 // A direct check of the causal mask on a trained model: changing the input at position t
 // changes no logit at a position before t.
 TEST_F(TrainTest, FutureTokensDoNotChangeEarlierLogits) {
-  Trainer trainer(task_config("copy", "decoder"));
+  const RunConfig config = task_config("copy", "decoder");
+  const data::Task task(config.task);
+  Trainer trainer(config);
   for (int i = 0; i < 30; ++i) trainer.train_step();
   NoGradGuard no_grad;
-  trainer.module().eval();
-  const data::Batch batch = trainer.task().batch(7, 1, 4);
+  trainer.model().eval();
+  const nn::SequenceBatch batch = trainer.model().view(task.samples(7, 1, 4), task.prompt_length());
   const int64_t length = batch.inputs.shape[1];
-  const Tensor base = trainer.forward({{}, batch.inputs, batch.targets}).to(DType::Float32);
+  const Tensor base = trainer.model().forward(batch).to(DType::Float32);
   const int64_t vocab = base.size(-1);
   for (int64_t t = 1; t < length; ++t) {
     Indices changed = batch.inputs;
     for (int64_t r = 0; r < changed.shape[0]; ++r) {
       int64_t& token = changed.values[r * length + t];
-      token = token % trainer.task().config().num_symbols + 1;  // another data symbol
+      token = token % config.task.num_symbols + 1;  // another data symbol
     }
-    const Tensor logits = trainer.forward({{}, changed, batch.targets}).to(DType::Float32);
+    const Tensor logits = trainer.model().forward({{}, changed, batch.targets}).to(DType::Float32);
     bool later_changed = false;
     for (int64_t r = 0; r < changed.shape[0]; ++r) {
       for (int64_t p = 0; p < length; ++p) {
@@ -453,7 +458,7 @@ TEST_F(TrainTest, SameConfigGivesIdenticalFirstLossAndDifferentSeedsDiffer) {
   Trainer a(config), b(config);
   const double loss_a = a.train_step().loss, loss_b = b.train_step().loss;
   EXPECT_TRUE(same_bits(loss_a, loss_b)) << loss_a << " vs " << loss_b;
-  expect_identical(a.module().named_parameters(), b.module().named_parameters());
+  expect_identical(a.model().named_parameters(), b.model().named_parameters());
 
   RunConfig other = config;
   other.seed = 1;
@@ -461,7 +466,7 @@ TEST_F(TrainTest, SameConfigGivesIdenticalFirstLossAndDifferentSeedsDiffer) {
   Trainer c(other);
   const double loss_c = c.train_step().loss;
   EXPECT_FALSE(same_bits(loss_a, loss_c)) << "seeds 0 and 1 gave the same first loss " << loss_a;
-  const auto pa = a.module().named_parameters(), pc = c.module().named_parameters();
+  const auto pa = a.model().named_parameters(), pc = c.model().named_parameters();
   EXPECT_NE(pa.front().second.to_vector(), pc.front().second.to_vector());
 }
 

@@ -4,7 +4,6 @@
 #include <H5Cpp.h>
 
 #include "autograd/error.h"
-#include "autograd/shape_ops.h"
 
 namespace gradlab::train {
 namespace {
@@ -23,34 +22,41 @@ void write_ints(H5::H5Location& where, const std::string& name, const std::vecto
   }
 }
 
+// One dataset per layer: prefix<i> [H, Tq, Tk] from weights[i] [1, H, Tq, Tk].
+void write_layers(H5::H5File& file, const std::string& prefix, const std::vector<Tensor>& weights,
+                  const std::vector<int64_t>& query_tokens,
+                  const std::vector<int64_t>& key_tokens) {
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const Tensor w = weights[i].to(DType::Float32);
+    const hsize_t dims[3] = {static_cast<hsize_t>(w.size(1)), static_cast<hsize_t>(w.size(2)),
+                             static_cast<hsize_t>(w.size(3))};
+    H5::DataSet set = file.createDataSet(prefix + std::to_string(i), H5::PredType::NATIVE_FLOAT,
+                                         H5::DataSpace(3, dims));
+    set.write(w.data<float>(), H5::PredType::NATIVE_FLOAT);
+    write_ints(set, "query_tokens", query_tokens, true);
+    write_ints(set, "key_tokens", key_tokens, true);
+  }
+}
+
 }  // namespace
 
-void write_attention_file(const std::string& path, const AttentionTokens& tokens,
-                          const std::vector<Tensor>& weights, int64_t num_layers) {
+void write_attention_file(const std::string& path, const nn::SequenceBatch& batch,
+                          const std::vector<int64_t>& answer, const nn::AttentionMaps& maps) {
   try {
     H5::Exception::dontPrint();
     H5::H5File file(path, H5F_ACC_TRUNC);
-    write_ints(file, "inputs", tokens.inputs, false);
-    write_ints(file, "answer", tokens.answer, false);
-    const bool seq2seq = !tokens.source.empty();
-    if (seq2seq) write_ints(file, "source", tokens.source, false);
-    for (size_t i = 0; i < weights.size(); ++i) {
-      const bool encoder = seq2seq && static_cast<int64_t>(i) < num_layers;
-      const std::string name = !seq2seq  ? "layer_" + std::to_string(i)
-                               : encoder ? "encoder_layer_" + std::to_string(i)
-                                         : "decoder_layer_" + std::to_string(i - num_layers);
-      const Tensor w = weights[i].to(DType::Float32);  // [1, H, Tq, Tk]
-      const hsize_t dims[3] = {static_cast<hsize_t>(w.size(1)), static_cast<hsize_t>(w.size(2)),
-                               static_cast<hsize_t>(w.size(3))};
-      H5::DataSet set =
-          file.createDataSet(name, H5::PredType::NATIVE_FLOAT, H5::DataSpace(3, dims));
-      set.write(w.data<float>(), H5::PredType::NATIVE_FLOAT);
-      const std::vector<int64_t>& keys = encoder ? tokens.source : tokens.inputs;
-      write_ints(set, "query_tokens", keys, true);
-      write_ints(set, "key_tokens", keys, true);
-    }
+    const std::vector<int64_t>& inputs = batch.inputs.values;
+    const std::vector<int64_t>& source = batch.source.values;
+    write_ints(file, "inputs", inputs, false);
+    write_ints(file, "answer", answer, false);
+    const bool encoder_decoder = !batch.source.shape.empty();
+    if (encoder_decoder) write_ints(file, "source", source, false);
+    write_layers(file, "encoder_layer_", maps.encoder_self, source, source);
+    write_layers(file, encoder_decoder ? "decoder_layer_" : "layer_", maps.decoder_self, inputs,
+                 inputs);
+    write_layers(file, "decoder_cross_layer_", maps.decoder_cross, inputs, source);
   } catch (const H5::Exception& e) {
-    throw CheckpointError(path + ": cannot write attention weights: " + e.getDetailMsg());
+    throw FileError(path + ": cannot write attention weights: " + e.getDetailMsg());
   }
 }
 

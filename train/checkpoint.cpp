@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -18,6 +17,7 @@
 #include <utility>
 
 #include "autograd/error.h"
+#include "autograd/format.h"
 
 namespace gradlab::train {
 namespace {
@@ -842,10 +842,8 @@ void restore_tensors(const std::string& path, const char* group,
 
 std::string to_string(const ConfigValue& value) {
   if (const auto* text = std::get_if<std::string>(&value)) return *text;
-  if (const auto* integer = std::get_if<int64_t>(&value)) return std::to_string(*integer);
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, std::get<double>(value));
-  return std::string(buffer, result.ptr);
+  if (const auto* integer = std::get_if<int64_t>(&value)) return format_number(*integer);
+  return format_number(std::get<double>(value));
 }
 
 }  // namespace gradlab::train

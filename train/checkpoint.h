@@ -62,7 +62,9 @@ void save_checkpoint(const std::string& path, const CheckpointData& data);
 // with the file's dtype and shape, in the order they were saved.
 CheckpointData read_checkpoint(const std::string& path);
 
-// Only the format, version and /config (for `gradlab inspect`): no tensor is read.
+// Only the format, version and /config, without reading a tensor: a run's configuration at the
+// cost of a few attributes (`gradlab inspect` prints the parameters too, so it reads the whole
+// file).
 std::vector<ConfigEntry> read_checkpoint_config(const std::string& path);
 
 // Copies the tensors read from group (kModelGroup or kOptimizerGroup) of the checkpoint at path

@@ -3,24 +3,21 @@
 #include "train/config.h"
 
 #include <algorithm>
-#include <sstream>
 #include <variant>
 
 #include "autograd/error.h"
+#include "autograd/format.h"
 
 namespace gradlab::train {
 namespace {
 
-namespace po = boost::program_options;
+void check(bool ok, const std::string& message) {
+  if (!ok) throw ConfigError(message);
+}
 
-using FieldPtr = std::variant<int64_t*, double*, std::string*, bool*, uint64_t*>;
-struct Field {
-  const char* key;  // flag name, /config attribute and config-file key
-  FieldPtr ptr;
-  const char* help;
-};
+}  // namespace
 
-std::vector<Field> fields(RunConfig& c) {
+std::vector<ConfigField> config_fields(RunConfig& c) {
   return {
       {"task", &c.task.name, "task: copy, reverse, sort or recall"},
       {"length", &c.task.length, "data tokens per sample (recall: key-value pairs)"},
@@ -54,45 +51,10 @@ std::vector<Field> fields(RunConfig& c) {
       {"target-accuracy", &c.target_accuracy,
        "stop once held-out exact match reaches this (0: never)"},
       {"seed", &c.seed, "seed of the data, initialisation and dropout streams"},
-      {"threads", &c.threads, "OpenMP threads for every kernel"},
+      {"threads", &c.threads, "OpenMP threads for every kernel", false},
       {"save-every", &c.save_every, "save a checkpoint every N steps (0: only at the end)"},
       {"keep", &c.keep, "step checkpoints to keep"},
   };
-}
-
-// Fields that are not hyperparameters of the run and so are not part of /config.
-bool is_local(const std::string& key) {
-  return key == "threads";
-}
-
-void check(bool ok, const std::string& message) {
-  if (!ok) throw ConfigError(message);
-}
-
-template <class T>
-std::string str(T value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
-}  // namespace
-
-void add_run_options(po::options_description& options, RunConfig& config) {
-  for (const Field& f : fields(config)) {
-    std::visit(
-        [&]<class P>(P* p) {
-          if constexpr (std::is_same_v<P, bool>) {
-            options.add_options()(f.key, po::value(p)->default_value(*p)->implicit_value(true),
-                                  f.help);
-          } else {
-            options.add_options()(f.key, po::value(p)->default_value(*p), f.help);
-          }
-        },
-        f.ptr);
-  }
-  options.add_options()("out", po::value(&config.out_dir),
-                        "run directory (default runs/<task>-<timestamp>)");
 }
 
 const std::vector<std::string>& resumable_options() {
@@ -103,19 +65,19 @@ const std::vector<std::string>& resumable_options() {
 
 void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::string>& keys) {
   RunConfig source = from;
-  const std::vector<Field> source_fields = fields(source);
-  const std::vector<Field> target_fields = fields(to);
+  const std::vector<ConfigField> source_fields = config_fields(source);
+  const std::vector<ConfigField> target_fields = config_fields(to);
   for (size_t i = 0; i < source_fields.size(); ++i) {
     if (std::find(keys.begin(), keys.end(), source_fields[i].key) == keys.end()) continue;
-    std::visit([&]<class P>(P* p) { *std::get<P*>(target_fields[i].ptr) = *p; },
-               source_fields[i].ptr);
+    std::visit([&]<class P>(P* p) { *std::get<P*>(target_fields[i].value) = *p; },
+               source_fields[i].value);
   }
 }
 
 void finalize(RunConfig& c) {
   check(c.task.length <= (1 << 20) && c.task.num_symbols <= (1 << 20),
-        "--length and --symbols must be at most 2^20, got " + str(c.task.length) + " and " +
-            str(c.task.num_symbols));
+        "--length and --symbols must be at most 2^20, got " + format_number(c.task.length) +
+            " and " + format_number(c.task.num_symbols));
   const data::Task task = [&] {
     try {
       return data::Task(c.task);
@@ -123,34 +85,40 @@ void finalize(RunConfig& c) {
       throw ConfigError(std::string("--task/--length/--symbols: ") + e.what());
     }
   }();
-  check(c.model == "decoder" || c.model == "seq2seq",
-        "--model: unknown model '" + c.model + "' (expected decoder or seq2seq)");
-  check(c.net.d_model > 0, "--d-model must be positive, got " + str(c.net.d_model));
-  check(c.net.num_heads > 0, "--heads must be positive, got " + str(c.net.num_heads));
-  check(c.net.d_model % c.net.num_heads == 0,
-        "--d-model " + str(c.net.d_model) + " is not divisible by --heads " + str(c.net.num_heads));
-  check(c.net.num_kv_heads >= 0, "--kv-heads must not be negative, got " + str(c.net.num_kv_heads));
+  const int64_t positions = [&] {
+    try {
+      return nn::positions_needed(c.model, task.prompt_length(), task.answer_length());
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--model: ") + e.what());
+    }
+  }();
+  check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
+  check(c.net.num_heads > 0, "--heads must be positive, got " + format_number(c.net.num_heads));
+  check(c.net.d_model % c.net.num_heads == 0, "--d-model " + format_number(c.net.d_model) +
+                                                  " is not divisible by --heads " +
+                                                  format_number(c.net.num_heads));
+  check(c.net.num_kv_heads >= 0,
+        "--kv-heads must not be negative, got " + format_number(c.net.num_kv_heads));
   check(c.net.num_kv_heads == 0 || c.net.num_heads % c.net.num_kv_heads == 0,
-        "--heads " + str(c.net.num_heads) + " is not divisible by --kv-heads " +
-            str(c.net.num_kv_heads));
-  check(c.net.num_layers > 0, "--layers must be positive, got " + str(c.net.num_layers));
-  check(c.net.d_ff > 0, "--d-ff must be positive, got " + str(c.net.d_ff));
+        "--heads " + format_number(c.net.num_heads) + " is not divisible by --kv-heads " +
+            format_number(c.net.num_kv_heads));
+  check(c.net.num_layers > 0, "--layers must be positive, got " + format_number(c.net.num_layers));
+  check(c.net.d_ff > 0, "--d-ff must be positive, got " + format_number(c.net.d_ff));
   check(c.net.dropout >= 0 && c.net.dropout < 1,
-        "--dropout must be in [0, 1), got " + str(c.net.dropout));
-  check(c.batch_size > 0, "--batch-size must be positive, got " + str(c.batch_size));
-  check(c.steps > 0, "--steps must be positive, got " + str(c.steps));
-  check(c.clip_norm >= 0, "--clip must not be negative, got " + str(c.clip_norm));
-  check(c.eval_every > 0, "--eval-every must be positive, got " + str(c.eval_every));
-  check(c.eval_size > 0, "--eval-size must be positive, got " + str(c.eval_size));
+        "--dropout must be in [0, 1), got " + format_number(c.net.dropout));
+  check(c.batch_size > 0, "--batch-size must be positive, got " + format_number(c.batch_size));
+  check(c.steps > 0, "--steps must be positive, got " + format_number(c.steps));
+  check(c.clip_norm >= 0, "--clip must not be negative, got " + format_number(c.clip_norm));
+  check(c.eval_every > 0, "--eval-every must be positive, got " + format_number(c.eval_every));
+  check(c.eval_size > 0, "--eval-size must be positive, got " + format_number(c.eval_size));
   check(c.target_accuracy >= 0 && c.target_accuracy <= 1,
-        "--target-accuracy must be in [0, 1], got " + str(c.target_accuracy));
-  check(c.threads > 0, "--threads must be positive, got " + str(c.threads));
-  check(c.save_every >= 0, "--save-every must not be negative, got " + str(c.save_every));
-  check(c.keep > 0, "--keep must be positive, got " + str(c.keep));
+        "--target-accuracy must be in [0, 1], got " + format_number(c.target_accuracy));
+  check(c.threads > 0, "--threads must be positive, got " + format_number(c.threads));
+  check(c.save_every >= 0, "--save-every must not be negative, got " + format_number(c.save_every));
+  check(c.keep > 0, "--keep must be positive, got " + format_number(c.keep));
 
   c.net.vocab_size = task.vocab_size();
-  c.net.max_len = c.model == "decoder" ? task.sample_length()
-                                       : std::max(task.prompt_length(), task.answer_length());
+  c.net.max_len = positions;
   c.net.seed = c.seed;
   // A model must be buildable and savable: no weight above the checkpoint's 2^28 elements
   // (checked without overflow, since every factor may be a huge untrusted number).
@@ -161,8 +129,9 @@ void finalize(RunConfig& c) {
   check(fits(c.net.d_model, c.net.d_model) && fits(c.net.d_model, c.net.d_ff) &&
             fits(c.net.d_model, c.net.vocab_size) && fits(c.net.max_len, width) &&
             fits(c.batch_size, c.net.max_len * width),
-        "--d-model " + str(c.net.d_model) + ", --d-ff " + str(c.net.d_ff) + " and --batch-size " +
-            str(c.batch_size) + " describe tensors above 2^28 elements");
+        "--d-model " + format_number(c.net.d_model) + ", --d-ff " + format_number(c.net.d_ff) +
+            " and --batch-size " + format_number(c.batch_size) +
+            " describe tensors above 2^28 elements");
   c.schedule.d_model = c.net.d_model;
   c.schedule.total_steps = c.steps;
   validate(c.schedule);
@@ -174,8 +143,8 @@ namespace {
 std::vector<ConfigEntry> entries_of(const RunConfig& config, bool include_local) {
   RunConfig copy = config;
   std::vector<ConfigEntry> entries;
-  for (const Field& f : fields(copy)) {
-    if (is_local(f.key) && !include_local) continue;
+  for (const ConfigField& f : config_fields(copy)) {
+    if (!f.saved && !include_local) continue;
     std::visit(
         [&]<class P>(P* p) {
           if constexpr (std::is_same_v<P, double> || std::is_same_v<P, std::string>) {
@@ -184,7 +153,7 @@ std::vector<ConfigEntry> entries_of(const RunConfig& config, bool include_local)
             entries.emplace_back(f.key, static_cast<int64_t>(*p));
           }
         },
-        f.ptr);
+        f.value);
   }
   return entries;
 }
@@ -197,8 +166,8 @@ std::vector<ConfigEntry> to_entries(const RunConfig& config) {
 
 RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::string& path) {
   RunConfig config;
-  for (const Field& f : fields(config)) {
-    if (is_local(f.key)) continue;
+  for (const ConfigField& f : config_fields(config)) {
+    if (!f.saved) continue;
     const auto it = std::find_if(entries.begin(), entries.end(),
                                  [&](const ConfigEntry& e) { return e.first == f.key; });
     if (it == entries.end()) throw CheckpointError(path + ": /config/" + f.key + ": missing");
@@ -213,7 +182,7 @@ RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::strin
           }
           *p = static_cast<P>(*value);
         },
-        f.ptr);
+        f.value);
   }
   return config;
 }

@@ -1,21 +1,22 @@
 // RunConfig: everything that defines a training run (model, task, optimizer, schedule, loop),
-// with its command-line flags, its validation, and its round trip through a checkpoint's
-// /config attributes. Defaults are the README's default copy-task run.
+// its validation, and its round trip through a checkpoint's /config attributes and a config
+// file. One table of fields (`config_fields`) names every hyperparameter once; the command line
+// (train/cli/) turns the same table into flags. Defaults are the README's default copy-task run.
 #pragma once
 
-#include <boost/program_options.hpp>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "data/task.h"
-#include "nn/models.h"
+#include "nn/sequence_model.h"
 #include "train/checkpoint.h"
 #include "train/optimizer.h"
 
 namespace gradlab::train {
 
 struct RunConfig {
-  std::string model = "decoder";  // decoder | seq2seq
+  std::string model = "decoder";  // a kind of nn::model_kinds(): decoder | seq2seq
   data::TaskConfig task;
   nn::ModelConfig net;  // vocab_size and max_len follow from the task
   OptimizerConfig optimizer;
@@ -33,8 +34,18 @@ struct RunConfig {
   int64_t keep = 3;        // step checkpoints kept; older ones are deleted
 };
 
-// Adds every hyperparameter as a flag bound to config's fields (defaults from config).
-void add_run_options(boost::program_options::options_description& options, RunConfig& config);
+// One field of a RunConfig: its name (flag, /config attribute and config-file key), a pointer
+// to it, and its help line.
+struct ConfigField {
+  const char* key;
+  std::variant<int64_t*, double*, std::string*, bool*, uint64_t*> value;
+  const char* help;
+  // Part of a checkpoint's /config; false for a setting of this machine (threads).
+  bool saved = true;
+};
+
+// Every field of config, bound to it, in the order of /config.
+std::vector<ConfigField> config_fields(RunConfig& config);
 
 // Flags that may differ when resuming; all others come from the checkpoint.
 const std::vector<std::string>& resumable_options();

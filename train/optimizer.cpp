@@ -14,25 +14,16 @@
 #include "train/optimizer.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <numbers>
 #include <string>
-#include <system_error>
 #include <utility>
 
 #include "autograd/error.h"
+#include "autograd/format.h"
 
 namespace gradlab::train {
 namespace {
-
-// Shortest round-trip text of a double ("1e-08", "0.9"), for error messages.
-std::string fmt(double value) {
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  if (result.ec != std::errc()) return std::to_string(value);
-  return std::string(buffer, result.ptr);
-}
 
 // One parameter and its state slots (undefined when the optimizer keeps none).
 struct Slot {
@@ -57,7 +48,7 @@ void check_state(const Slot& slot, const Tensor& state) {
 
 void check_lr(double lr) {
   if (!(lr >= 0.0) || !std::isfinite(lr)) {
-    throw ConfigError("optimizer: lr must be finite and >= 0, got " + fmt(lr));
+    throw ConfigError("optimizer: lr must be finite and >= 0, got " + format_number(lr));
   }
 }
 
@@ -217,15 +208,16 @@ void validate_optimizer(const OptimizerConfig& config) {
   }
   if (!(config.weight_decay >= 0.0) || !std::isfinite(config.weight_decay)) {
     throw ConfigError("optimizer: weight_decay must be finite and >= 0, got " +
-                      fmt(config.weight_decay));
+                      format_number(config.weight_decay));
   }
   if (name == "sgd") {
     if (!(config.momentum >= 0.0) || !std::isfinite(config.momentum)) {
-      throw ConfigError("optimizer: momentum must be finite and >= 0, got " + fmt(config.momentum));
+      throw ConfigError("optimizer: momentum must be finite and >= 0, got " +
+                        format_number(config.momentum));
     }
     if (config.nesterov && config.momentum == 0.0) {
       throw ConfigError("optimizer: nesterov requires momentum > 0, got momentum " +
-                        fmt(config.momentum));
+                        format_number(config.momentum));
     }
     return;
   }
@@ -233,11 +225,11 @@ void validate_optimizer(const OptimizerConfig& config) {
   for (const auto& [field, beta] : betas) {
     if (!(beta >= 0.0 && beta < 1.0)) {
       throw ConfigError(std::string("optimizer: ") + field + " must be in [0, 1), got " +
-                        fmt(beta));
+                        format_number(beta));
     }
   }
   if (!(config.eps > 0.0) || !std::isfinite(config.eps)) {
-    throw ConfigError("optimizer: eps must be finite and > 0, got " + fmt(config.eps));
+    throw ConfigError("optimizer: eps must be finite and > 0, got " + format_number(config.eps));
   }
 }
 
@@ -267,7 +259,7 @@ void validate(const ScheduleConfig& config) {
                       "' (expected constant, cosine or noam)");
   }
   if (!(config.lr > 0.0) || !std::isfinite(config.lr)) {
-    throw ConfigError("schedule: lr must be finite and > 0, got " + fmt(config.lr));
+    throw ConfigError("schedule: lr must be finite and > 0, got " + format_number(config.lr));
   }
   if (config.warmup_steps < 0) {
     throw ConfigError("schedule: warmup_steps must be >= 0, got " +
@@ -284,8 +276,8 @@ void validate(const ScheduleConfig& config) {
                         " (cosine)");
     }
     if (!(config.min_lr >= 0.0 && config.min_lr <= config.lr)) {
-      throw ConfigError("schedule: min_lr must be in [0, lr] = [0, " + fmt(config.lr) + "], got " +
-                        fmt(config.min_lr) + " (cosine)");
+      throw ConfigError("schedule: min_lr must be in [0, lr] = [0, " + format_number(config.lr) +
+                        "], got " + format_number(config.min_lr) + " (cosine)");
     }
   }
   if (name == "noam") {
@@ -330,7 +322,7 @@ double learning_rate(const ScheduleConfig& config, int64_t step) {
 
 double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
   if (!(max_norm > 0.0)) {
-    throw ConfigError("clip_grad_norm: max_norm must be > 0, got " + fmt(max_norm));
+    throw ConfigError("clip_grad_norm: max_norm must be > 0, got " + format_number(max_norm));
   }
   double sum_squares = 0.0;
   for (const Tensor& p : parameters) {

@@ -1,6 +1,7 @@
-// Trainer: the model, optimizer and data of one run, and the operations on them: a training
-// step, a held-out evaluation, greedy decoding, and conversion to and from checkpoints. The
-// command-line loop around it (progress, files, signals) is in cmd_train.cpp.
+// Trainer: a SequenceModel, its optimizer and its data, and the operations on them: a training
+// step, a held-out evaluation, and conversion to and from checkpoints. `train::fit` (fit.h)
+// runs the loop around it. Any SequenceModel and any DataSource will do; the command line's
+// runs are built from a RunConfig (a built-in task and the factory's model).
 #pragma once
 
 #include <memory>
@@ -8,17 +9,37 @@
 #include <string>
 #include <vector>
 
+#include "nn/sequence_model.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/optimizer.h"
 
 namespace gradlab::train {
 
-// A batch as either model consumes it: the decoder reads `inputs`; the encoder-decoder reads
-// `source` (encoder) and `inputs` (decoder, teacher-forced). Targets are kIgnore where the
-// loss does not count.
-struct ModelBatch {
-  Indices source;   // [B, S], empty for the decoder-only model
-  Indices inputs;   // [B, T]
-  Indices targets;  // [B, T]
+// Where a run's batches come from. Both are pure functions of their arguments, so a resumed run
+// sees exactly the batches it would have seen.
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  // The batch optimizer step `step` (1, 2, ...) trains on.
+  virtual nn::SequenceBatch training_batch(int64_t step) const = 0;
+  // The fixed held-out set that evaluate() scores.
+  virtual nn::SequenceBatch heldout() const = 0;
+};
+
+// A built-in toy task as the model reads it (its view of the task's samples).
+class TaskData : public DataSource {
+ public:
+  TaskData(const data::TaskConfig& task, std::shared_ptr<const nn::SequenceModel> model,
+           uint64_t seed, int64_t batch_size, int64_t heldout_size);
+  nn::SequenceBatch training_batch(int64_t step) const override;
+  nn::SequenceBatch heldout() const override;
+
+ private:
+  data::Task task_;
+  std::shared_ptr<const nn::SequenceModel> model_;
+  uint64_t seed_;
+  int64_t batch_size_, heldout_size_;
 };
 
 struct Metrics {
@@ -38,14 +59,23 @@ struct StepResult {
   double lr = 0;
 };
 
+struct TrainerOptions {
+  ScheduleConfig schedule;
+  double clip_norm = 1.0;        // 0: no clipping
+  int64_t eval_batch_size = 64;  // held-out rows per forward pass
+  uint64_t data_seed = 0;        // recorded in checkpoints
+  // Written to a checkpoint's /config: what rebuilds the run (see config.h's to_entries).
+  std::vector<ConfigEntry> config;
+};
+
 class Trainer {
  public:
-  // config must have been through finalize().
+  Trainer(std::shared_ptr<nn::SequenceModel> model, std::unique_ptr<Optimizer> optimizer,
+          std::shared_ptr<const DataSource> data, TrainerOptions options);
+  // The run a RunConfig describes; config must have been through finalize().
   explicit Trainer(const RunConfig& config);
 
-  const RunConfig& config() const { return config_; }
-  const data::Task& task() const { return task_; }
-  nn::Module& module() { return *module_; }
+  nn::SequenceModel& model() { return *model_; }
   int64_t step() const { return step_; }
 
   // One optimizer step on batch number step() + 1 of the data stream. Throws NonFiniteLoss
@@ -53,43 +83,35 @@ class Trainer {
   StepResult train_step();
   // Teacher-forced metrics on the fixed held-out set, in evaluation mode.
   Metrics evaluate();
-  // Logits [B, T, V] for a batch (no_grad or not, as the caller sets).
-  Tensor forward(const ModelBatch& batch, std::vector<Tensor>* attention = nullptr);
-  // Greedy autoregressive answer for a prompt (not teacher forced).
-  std::vector<int64_t> greedy_answer(const std::vector<int64_t>& prompt);
 
   double best_metric() const { return best_metric_; }
   int64_t best_step() const { return best_step_; }
   void record_metric(double metric);  // updates the best so far
 
   CheckpointData checkpoint() const;
-  // Restores model, optimizer and loop state from a checkpoint written for this config.
+  // Restores model, optimizer and loop state from a checkpoint written for this run.
   void restore(const CheckpointData& data, const std::string& path);
 
  private:
-  ModelBatch training_batch(int64_t step) const;
-  // Counts over held-out chunks.
-  struct Tally {
-    int64_t rows = 0, counted = 0, correct = 0, exact = 0;
-    double loss_sum = 0;
-  };
-  static void tally(const Tensor& logits, const Indices& targets, Tally& t);
+  Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config);
 
-  RunConfig config_;
-  data::Task task_;
-  std::shared_ptr<nn::DecoderLM> decoder_;
-  std::shared_ptr<nn::EncoderDecoder> seq2seq_;
-  nn::Module* module_ = nullptr;
-  std::shared_ptr<Generator> dropout_gen_;
+  std::shared_ptr<nn::SequenceModel> model_;
   std::unique_ptr<Optimizer> optimizer_;
-  ModelBatch heldout_;
+  std::shared_ptr<const DataSource> data_;
+  TrainerOptions options_;
+  nn::SequenceBatch heldout_;
   int64_t step_ = 0;
   double best_metric_ = -1;
   int64_t best_step_ = 0;
 };
 
-// A trainer rebuilt from a checkpoint: its configuration, parameters, optimizer and loop state.
-// Throws CheckpointError naming the file and the item if anything is missing or mismatched.
-std::unique_ptr<Trainer> load_trainer(const std::string& checkpoint_path);
+// A run rebuilt from a checkpoint: its configuration, and a trainer holding its parameters,
+// optimizer and loop state. Throws CheckpointError naming the file and the item if anything is
+// missing or mismatched.
+struct LoadedRun {
+  RunConfig config;
+  std::unique_ptr<Trainer> trainer;
+};
+LoadedRun load_run(const std::string& checkpoint_path);
 
 }  // namespace gradlab::train

@@ -1,5 +1,6 @@
-// `gradlab train`: the training loop around Trainer: run directory, metrics.csv, progress,
-// periodic/best/final checkpoints, resume, early stopping, and a clean stop on SIGINT/SIGTERM.
+// `gradlab train`: flags and --config into a RunConfig, --resume, then train::fit with an
+// observer that prints the progress line and writes metrics.csv, and a clean stop on SIGINT or
+// SIGTERM.
 #include <omp.h>
 #include <unistd.h>
 
@@ -12,15 +13,17 @@
 #include <iostream>
 #include <optional>
 
-#include "train/commands.h"
-#include "train/options.h"
-#include "train/trainer.h"
+#include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/cli/run_options.h"
+#include "train/fit.h"
 
-namespace gradlab::train {
+namespace gradlab::cli {
 namespace {
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
+using namespace train;
 
 volatile std::sig_atomic_t stop_requested = 0;
 extern "C" void request_stop(int) {
@@ -32,23 +35,6 @@ std::string default_out_dir(const RunConfig& config) {
   const std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
   return "runs/" + config.task.name + "-" + stamp;
-}
-
-std::string step_checkpoint(const std::string& dir, int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof name, "step-%06lld.h5", static_cast<long long>(step));
-  return (fs::path(dir) / name).string();
-}
-
-// Deletes all but the newest `keep` step-*.h5 files (their names sort by step).
-void prune_checkpoints(const std::string& dir, int64_t keep) {
-  std::vector<fs::path> steps;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with("step-") && name.ends_with(".h5")) steps.push_back(entry.path());
-  }
-  std::sort(steps.begin(), steps.end());
-  for (size_t i = 0; i + keep < steps.size(); ++i) fs::remove(steps[i]);
 }
 
 // One line per evaluation in metrics.csv (header written when the file is new).
@@ -97,6 +83,49 @@ class Progress {
   int64_t total_;
   bool tty_;
   Metrics last_;
+};
+
+// The command line's view of fit: the progress line, metrics.csv, and the signal flag.
+class CliObserver : public Observer {
+ public:
+  CliObserver(const RunConfig& config, int64_t first_step)
+      : metrics_((fs::path(config.out_dir) / "metrics.csv").string()),
+        progress_(config.steps),
+        tokens_per_step_(static_cast<double>(config.batch_size) *
+                         static_cast<double>(data::Task(config.task).sample_length() - 1)),
+        total_steps_(config.steps),
+        first_step_(first_step) {}
+
+  void on_step(int64_t step, const StepResult& result) override {
+    measure(step);
+    progress_.update(step, result, nullptr, rate_, eta_);
+  }
+  void on_evaluation(int64_t step, const StepResult& last, const Metrics& metrics) override {
+    metrics_.write(step, last, metrics, rate_, elapsed_);
+    progress_.update(step, last, &metrics, rate_, eta_);
+  }
+  void on_stop(const FitResult&) override { progress_.finish(); }
+  bool should_stop() override { return stop_requested; }
+
+  double seconds() const { return seconds_since_start(); }
+
+ private:
+  double seconds_since_start() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  void measure(int64_t step) {
+    elapsed_ = seconds_since_start();
+    const double done = static_cast<double>(step - first_step_);
+    rate_ = tokens_per_step_ * done / elapsed_;
+    eta_ = elapsed_ / done * static_cast<double>(total_steps_ - step);
+  }
+
+  MetricsLog metrics_;
+  Progress progress_;
+  double tokens_per_step_;
+  int64_t total_steps_, first_step_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double elapsed_ = 0, rate_ = 0, eta_ = 0;
 };
 
 struct Options {
@@ -185,78 +214,40 @@ int run_train(const std::vector<std::string>& args) {
   if (opts.resumed) trainer.restore(*opts.resumed, opts.resume);
   fs::create_directories(config.out_dir);
   std::ofstream(fs::path(config.out_dir) / "config.ini") << to_config_file(config);
-  MetricsLog metrics((fs::path(config.out_dir) / "metrics.csv").string());
 
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
-  const auto start = std::chrono::steady_clock::now();
-  auto seconds_since = [](auto t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
-  const int64_t first_step = trainer.step();
-  const double tokens_per_step =
-      static_cast<double>(config.batch_size) * (trainer.task().sample_length() - 1);
-  std::string last_saved;
-  auto save = [&](const std::string& path) {
-    save_checkpoint(path, trainer.checkpoint());
-    last_saved = path;
-  };
-
-  Progress progress(config.steps);
-  Metrics final_metrics;
-  StepResult last;
-  bool reached = false;
-  try {
-    while (trainer.step() < config.steps && !stop_requested && !reached) {
-      last = trainer.train_step();
-      const int64_t step = trainer.step();
-      const double elapsed = seconds_since(start);
-      const double rate = tokens_per_step * static_cast<double>(step - first_step) / elapsed;
-      const double eta = elapsed / static_cast<double>(step - first_step) *
-                         static_cast<double>(config.steps - step);
-      if (step % config.eval_every == 0 || step == config.steps) {
-        final_metrics = trainer.evaluate();
-        metrics.write(step, last, final_metrics, rate, elapsed);
-        const double previous_best = trainer.best_metric();
-        trainer.record_metric(final_metrics.exact_match);
-        if (trainer.best_metric() > previous_best) {
-          save((fs::path(config.out_dir) / "best.h5").string());
-        }
-        reached = config.target_accuracy > 0 && final_metrics.exact_match >= config.target_accuracy;
-        progress.update(step, last, &final_metrics, rate, eta);
-      } else {
-        progress.update(step, last, nullptr, rate, eta);
-      }
-      if (config.save_every > 0 && step % config.save_every == 0) {
-        save(step_checkpoint(config.out_dir, step));
-        prune_checkpoints(config.out_dir, config.keep);
-      }
-    }
-  } catch (const NonFiniteLoss& e) {
-    progress.finish();
-    std::cerr << "gradlab train: stopped: " << e.what() << "; "
-              << (last_saved.empty() ? "no checkpoint was saved"
-                                     : "the last good checkpoint is " + last_saved)
+  CliObserver observer(config, trainer.step());
+  const LoopPolicy policy{.steps = config.steps,
+                          .eval_every = config.eval_every,
+                          .target_accuracy = config.target_accuracy,
+                          .out_dir = config.out_dir,
+                          .save_every = config.save_every,
+                          .keep = config.keep};
+  const FitResult result = fit(trainer, policy, observer);
+  if (result.reason == StopReason::Diverged) {
+    std::cerr << "gradlab train: stopped: " << result.error << "; "
+              << (result.last_checkpoint.empty()
+                      ? "no checkpoint was saved"
+                      : "the last good checkpoint is " + result.last_checkpoint)
               << '\n';
     return kExitFailure;
   }
-  progress.finish();
-  const std::string final_path = step_checkpoint(config.out_dir, trainer.step());
-  if (last_saved != final_path) save(final_path);
-  prune_checkpoints(config.out_dir, config.keep);
-  if (stop_requested) {
+  if (result.reason == StopReason::Requested) {
     std::printf("Interrupted after step %lld; saved %s\nResume with: gradlab train --resume %s\n",
-                static_cast<long long>(trainer.step()), final_path.c_str(), final_path.c_str());
+                static_cast<long long>(trainer.step()), result.checkpoint.c_str(),
+                result.checkpoint.c_str());
     return kExitOk;
   }
+  const Metrics& final_metrics = result.last_metrics;
   std::printf(
       "Trained %lld steps in %.2f s: held-out loss %.4f, token accuracy %.2f%%, exact "
       "match %.2f%%%s\nCheckpoint: %s\nMetrics: %s\n",
-      static_cast<long long>(trainer.step() - first_step), seconds_since(start), final_metrics.loss,
-      100 * final_metrics.token_accuracy, 100 * final_metrics.exact_match,
-      reached ? " (target reached)" : "", final_path.c_str(),
+      static_cast<long long>(trainer.step() - result.first_step), observer.seconds(),
+      final_metrics.loss, 100 * final_metrics.token_accuracy, 100 * final_metrics.exact_match,
+      result.reason == StopReason::Target ? " (target reached)" : "", result.checkpoint.c_str(),
       (fs::path(config.out_dir) / "metrics.csv").c_str());
   return kExitOk;
 }
 
-}  // namespace gradlab::train
+}  // namespace gradlab::cli

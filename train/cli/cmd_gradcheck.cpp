@@ -6,10 +6,10 @@
 
 #include "autograd/op_checks.h"
 #include "nn/module_checks.h"
-#include "train/commands.h"
-#include "train/options.h"
+#include "train/cli/commands.h"
+#include "train/cli/options.h"
 
-namespace gradlab::train {
+namespace gradlab::cli {
 
 namespace {
 
@@ -77,4 +77,4 @@ int run_gradcheck(const std::vector<std::string>& args) {
   return all_passed ? kExitOk : kExitFailure;
 }
 
-}  // namespace gradlab::train
+}  // namespace gradlab::cli

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace gradlab::train {
+namespace gradlab::cli {
 
 // Parses args into vm and notifies. Returns -1 to continue, or an exit code: 0 after printing
 // --help, 2 after printing a one-line reason and the usage for a bad flag or value.
@@ -25,4 +25,4 @@ std::string error_message(boost::program_options::error& e);
 int usage_error(const std::string& command, const std::string& reason,
                 const boost::program_options::options_description& options);
 
-}  // namespace gradlab::train
+}  // namespace gradlab::cli

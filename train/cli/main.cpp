@@ -6,15 +6,15 @@
 #include <map>
 
 #include "autograd/error.h"
-#include "train/commands.h"
-#include "train/idle_threads.h"
+#include "train/cli/commands.h"
+#include "train/cli/idle_threads.h"
 
 namespace {
 
 using Command = std::function<int(const std::vector<std::string>&)>;
 
 const std::map<std::string, std::pair<Command, const char*>>& commands() {
-  using namespace gradlab::train;
+  using namespace gradlab::cli;
   static const std::map<std::string, std::pair<Command, const char*>> table{
       {"gradcheck", {run_gradcheck, "check every op's gradient against central differences"}},
       {"train", {run_train, "train a transformer on a toy task (the main job)"}},
@@ -38,7 +38,7 @@ void print_usage(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace gradlab::train;
+  using namespace gradlab::cli;
   make_idle_threads_sleep(argv);
   if (argc < 2) {
     std::cerr << "gradlab: no command given\n\n";

@@ -7,10 +7,10 @@
 
 #include "autograd/ops.h"
 #include "nn/attention.h"
-#include "train/commands.h"
-#include "train/options.h"
+#include "train/cli/commands.h"
+#include "train/cli/options.h"
 
-namespace gradlab::train {
+namespace gradlab::cli {
 namespace {
 
 // Prints a [rows, cols] slice of a rank-2 tensor with 4 decimals, indented.
@@ -219,4 +219,4 @@ int run_explain(const std::vector<std::string>& args) {
   }
 }
 
-}  // namespace gradlab::train
+}  // namespace gradlab::cli

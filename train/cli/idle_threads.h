@@ -1,7 +1,7 @@
 // How OpenMP's idle threads wait: a process-wide choice that must be made before main().
 #pragma once
 
-namespace gradlab::train {
+namespace gradlab::cli {
 
 // Makes idle OpenMP threads sleep between parallel regions instead of spinning, after a short
 // spin.
@@ -26,4 +26,4 @@ void make_idle_threads_sleep(char** argv);
 // GOMP_SPINCOUNT's value above: rounds of a pause instruction, well under a millisecond here.
 inline constexpr const char* kIdleSpinCount = "10000";
 
-}  // namespace gradlab::train
+}  // namespace gradlab::cli

@@ -1,13 +1,13 @@
 // Command-line parsing shared by the subcommands.
-#include "train/options.h"
+#include "train/cli/options.h"
 
 #include <algorithm>
 #include <iostream>
 #include <map>
 
-#include "train/commands.h"
+#include "train/cli/commands.h"
 
-namespace gradlab::train {
+namespace gradlab::cli {
 
 namespace po = boost::program_options;
 
@@ -56,4 +56,4 @@ int usage_error(const std::string& command, const std::string& reason,
   return kExitUsage;
 }
 
-}  // namespace gradlab::train
+}  // namespace gradlab::cli

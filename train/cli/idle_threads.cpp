@@ -1,10 +1,10 @@
-#include "train/idle_threads.h"
+#include "train/cli/idle_threads.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 
-namespace gradlab::train {
+namespace gradlab::cli {
 
 void make_idle_threads_sleep(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
@@ -14,4 +14,4 @@ void make_idle_threads_sleep(char** argv) {
   // Still here: no re-execution (no /proc, say). The setting is harmless for children.
 }
 
-}  // namespace gradlab::train
+}  // namespace gradlab::cli

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace gradlab::train {
+namespace gradlab::cli {
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
@@ -32,4 +32,4 @@ int parse_predict(const std::vector<std::string>& args);
 int parse_attention(const std::vector<std::string>& args);
 int parse_inspect(const std::vector<std::string>& args);
 
-}  // namespace gradlab::train
+}  // namespace gradlab::cli

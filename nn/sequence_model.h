@@ -1,0 +1,88 @@
+// SequenceModel: the one interface of gradlab's whole models, the decoder-only language model
+// and the encoder-decoder, so that training, evaluation, decoding and attention export never
+// ask which kind they hold. A task sample is "prompt, separator, answer"; each model reads it
+// in its own way (`view`). `make_sequence_model` is the one place that knows the kinds.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/indices.h"
+#include "autograd/random.h"
+#include "nn/module.h"
+
+namespace gradlab::nn {
+
+// Targets with this value are left out of the loss (cross_entropy's default ignore index).
+constexpr int64_t kIgnoreTarget = -100;
+
+// What a model reads and what it must predict, teacher forced.
+struct SequenceBatch {
+  Indices source;   // [B, S]: the encoder's input; empty for the decoder-only model
+  Indices inputs;   // [B, T]: what the decoder reads
+  Indices targets;  // [B, T]: the next token at every input position, or kIgnoreTarget
+};
+
+// Attention weights of every layer, each [B, H, Tq, Tk], in layer order.
+struct AttentionMaps {
+  std::vector<Tensor> encoder_self;   // encoder-decoder only
+  std::vector<Tensor> decoder_self;   // the decoder-only model's blocks, or the decoder's
+  std::vector<Tensor> decoder_cross;  // encoder-decoder only: decoder queries, encoder keys
+};
+
+struct ModelConfig {
+  int64_t vocab_size = 12;
+  int64_t max_len = 21;      // positions the position table covers
+  int64_t d_model = 64;      // C
+  int64_t num_heads = 4;     // H
+  int64_t num_kv_heads = 0;  // 0 means num_heads
+  int64_t num_layers = 2;    // blocks (encoder-decoder: in the encoder and in the decoder each)
+  int64_t d_ff = 256;
+  double dropout = 0.0;
+  bool pre_norm = true;
+  bool learned_positions = true;  // false: sinusoidal encoding
+  uint64_t seed = 0;              // initialisation; dropout masks draw from seed + 1
+};
+
+class SequenceModel : public Module {
+ public:
+  explicit SequenceModel(const ModelConfig& config)
+      : dropout_gen(std::make_shared<Generator>(config.seed + 1)), config_(config) {}
+
+  // samples [B, P + 1 + A] (prompt of P tokens, separator, answer) as this model reads them.
+  virtual SequenceBatch view(const Indices& samples, int64_t prompt_length) const = 0;
+  // Logits [B, T, V] for batch.inputs (and batch.source); fills maps when given.
+  virtual Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const = 0;
+  // The mean cross-entropy of forward(batch) over the targets that count.
+  Tensor loss(const SequenceBatch& batch) const;
+  // The answer_length tokens that follow prompt and separator, each the most likely token
+  // given the ones before (ties go to the lowest token id). Runs in evaluation mode.
+  virtual std::vector<int64_t> greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
+                                             int64_t answer_length) = 0;
+
+  const ModelConfig& config() const { return config_; }
+  std::shared_ptr<Generator> dropout_gen;  // the one generator behind every dropout mask
+
+ private:
+  ModelConfig config_;
+};
+
+// The decoder-only view: inputs are the sample without its last token, targets the sample
+// shifted by one, kIgnoreTarget up to the separator (only the answer is predicted).
+SequenceBatch decoder_view(const Indices& samples, int64_t prompt_length);
+// The encoder-decoder view: source is the prompt, inputs the separator and the answer without
+// its last token, targets the answer.
+SequenceBatch encoder_decoder_view(const Indices& samples, int64_t prompt_length);
+
+// Model kinds, as the `--model` flag names them: "decoder" (decoder-only) and "seq2seq"
+// (encoder-decoder).
+const std::vector<std::string>& model_kinds();
+// Positions the kind's position table needs for samples of these lengths. Throws ConfigError
+// for an unknown kind.
+int64_t positions_needed(const std::string& kind, int64_t prompt_length, int64_t answer_length);
+// A new model of the kind, initialised from config.seed. Throws ConfigError for an unknown kind.
+std::shared_ptr<SequenceModel> make_sequence_model(const std::string& kind,
+                                                   const ModelConfig& config);
+
+}  // namespace gradlab::nn

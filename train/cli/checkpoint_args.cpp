@@ -1,0 +1,65 @@
+#include "train/cli/checkpoint_args.h"
+
+#include <optional>
+#include <sstream>
+
+#include "autograd/error.h"
+#include "train/cli/options.h"
+
+namespace gradlab::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+// "3 1 4 1 5" -> tokens; a malformed list is a usage error (returned as an empty optional).
+std::optional<std::vector<int64_t>> parse_tokens(const std::string& text) {
+  std::vector<int64_t> tokens;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    try {
+      size_t used = 0;
+      tokens.push_back(std::stoll(word, &used));
+      if (used != word.size()) return std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return tokens;
+}
+
+}  // namespace
+
+int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
+                          CheckpointArgs& a) {
+  a.options.add_options()("help,h", "show this help")(
+      "checkpoint", po::value(&a.checkpoint)->required(), "checkpoint file (.h5)")(
+      "threads", po::value(&a.threads)->default_value(1), "OpenMP threads");
+  if (const int code = parse_or_usage(command, args, a.options, a.vm); code >= 0) return code;
+  if (a.threads < 1) return usage_error(command, "--threads must be positive", a.options);
+  return -1;
+}
+
+int read_prompt(const std::string& command, const std::string& input, const data::Task& task,
+                const po::options_description& options, std::vector<int64_t>& prompt) {
+  const auto tokens = parse_tokens(input);
+  if (!tokens)
+    return usage_error(command, "--input: '" + input + "' is not a list of integers", options);
+  try {
+    task.validate_prompt(*tokens);
+  } catch (const ConfigError& e) {
+    return usage_error(command, std::string("--input: ") + e.what(), options);
+  }
+  prompt = *tokens;
+  return -1;
+}
+
+std::string join(const std::vector<int64_t>& tokens) {
+  std::string out;
+  for (int64_t t : tokens) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(t);
+  }
+  return out;
+}
+
+}  // namespace gradlab::cli

@@ -1,0 +1,66 @@
+// `gradlab attention`: every layer's and head's attention weights for one prompt, to HDF5.
+#include <omp.h>
+
+#include <cstdio>
+
+#include "autograd/graph.h"
+#include "train/attention_file.h"
+#include "train/cli/checkpoint_args.h"
+#include "train/cli/commands.h"
+#include "train/trainer.h"
+
+namespace gradlab::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kCaption =
+    "gradlab attention: attention weights of every layer and head for one prompt\nOptions";
+
+int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
+  a.options.add_options()("input", po::value(&a.input)->required(), "prompt tokens")(
+      "out", po::value(&a.out)->required(), "output HDF5 file");
+  return parse_with_checkpoint("attention", args, a);
+}
+
+}  // namespace
+
+int parse_attention(const std::vector<std::string>& args) {
+  CheckpointArgs a(kCaption);
+  return parse(args, a);
+}
+
+int run_attention(const std::vector<std::string>& args) {
+  CheckpointArgs a(kCaption);
+  if (const int code = parse(args, a); code >= 0) return code;
+  omp_set_num_threads(static_cast<int>(a.threads));
+  const train::LoadedRun run = train::load_run(a.checkpoint);
+  const data::Task task(run.config.task);
+  std::vector<int64_t> prompt;
+  if (const int code = read_prompt("attention", a.input, task, a.options, prompt); code >= 0) {
+    return code;
+  }
+  // The model reads the prompt, the separator and its own greedy answer, as in training.
+  nn::SequenceModel& model = run.trainer->model();
+  const std::vector<int64_t> answer =
+      model.greedy_decode(prompt, data::kSeparator, task.answer_length());
+  std::vector<int64_t> sample = prompt;
+  sample.push_back(data::kSeparator);
+  sample.insert(sample.end(), answer.begin(), answer.end());
+  const nn::SequenceBatch batch =
+      model.view(Indices({1, static_cast<int64_t>(sample.size())}, sample), task.prompt_length());
+  nn::AttentionMaps maps;
+  {
+    NoGradGuard no_grad;
+    model.eval();
+    model.forward(batch, &maps);
+    model.train();
+  }
+  train::write_attention_file(a.out, batch, answer, maps);
+  std::printf("wrote %zu layers of attention weights to %s\n",
+              maps.encoder_self.size() + maps.decoder_self.size() + maps.decoder_cross.size(),
+              a.out.c_str());
+  return kExitOk;
+}
+
+}  // namespace gradlab::cli

@@ -1,0 +1,62 @@
+// train::fit: the one training loop. It owns the policy every run follows (evaluation cadence,
+// best-model tracking, the stop at a target, checkpoint saving and pruning, the stop on a
+// non-finite loss); an Observer sees each event and is how a program reports progress or asks
+// the loop to stop. The command line and the tests run their training through it.
+#pragma once
+
+#include <string>
+
+#include "train/trainer.h"
+
+namespace gradlab::train {
+
+struct LoopPolicy {
+  int64_t steps = 3000;           // train until trainer.step() reaches this
+  int64_t eval_every = 50;        // evaluate every N steps, and at the last step
+  double target_accuracy = 0.99;  // stop once held-out exact match reaches it; 0: never
+  // Directory for checkpoints: best.h5 at every new best exact match, step-NNNNNN.h5 every
+  // save_every steps (0: none) and at the end, the newest `keep` of those kept. Empty: no files.
+  std::string out_dir;
+  int64_t save_every = 0;
+  int64_t keep = 3;
+};
+
+enum class StopReason {
+  Steps,      // reached policy.steps
+  Target,     // held-out exact match reached policy.target_accuracy
+  Requested,  // the observer asked to stop
+  Diverged,   // a step's loss or gradient norm was not finite; that step was not applied
+};
+
+struct FitResult {
+  StopReason reason = StopReason::Steps;
+  int64_t first_step = 0;       // trainer.step() when fit started
+  StepResult last_step;         // the last applied step's result
+  Metrics last_metrics;         // the last evaluation's metrics (zeros if none ran)
+  std::string checkpoint;       // the final checkpoint (empty without out_dir or on Diverged)
+  std::string last_checkpoint;  // the newest checkpoint saved before a divergence, if any
+  std::string error;            // what diverged (Diverged only)
+};
+
+// Callbacks of the loop, each a no-op by default.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_step(int64_t /*step*/, const StepResult& /*result*/) {}
+  virtual void on_evaluation(int64_t /*step*/, const StepResult& /*last*/,
+                             const Metrics& /*metrics*/) {}
+  virtual void on_checkpoint(int64_t /*step*/, const std::string& /*path*/) {}
+  virtual void on_stop(const FitResult& /*result*/) {}
+  // Asked after every step; true ends the loop as if the steps had run out (and saves).
+  virtual bool should_stop() { return false; }
+};
+
+// Trains until policy.steps, the target or a stop request, then saves the final checkpoint
+// (when out_dir is set). A divergence ends the loop without saving and is reported in the
+// result, not thrown. Errors writing a checkpoint throw CheckpointError.
+FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer);
+
+// The step checkpoint's name in dir: step-NNNNNN.h5.
+std::string step_checkpoint_path(const std::string& dir, int64_t step);
+
+}  // namespace gradlab::train

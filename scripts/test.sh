@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs the test suite, in three passes (what CI runs):
 #
-#   1. Release build in build/ (see bootstrap.sh): the whole suite.
+#   1. Release build in build/ (see bootstrap.sh): the whole suite; then the build installed into
+#      a temporary prefix, and every project in examples/ built and run against it
+#      (scripts/test_examples.sh).
 #   2. Debug build with AddressSanitizer + UndefinedBehaviorSanitizer (GRADLAB_SANITIZE=ON) in
 #      build-sanitize/: the whole suite again, with the sanitizer options below. Debug keeps
 #      assertions (no NDEBUG) and -g; it compiles with -O1 instead of -O0, without which the
@@ -41,6 +43,8 @@ section() {
 section "Release build and suite (build/)"
 ./scripts/bootstrap.sh
 ctest --test-dir build --output-on-failure -j2 "${ctest_args[@]}"
+section "Installed gradlab: examples/ built with find_package(gradlab)"
+./scripts/test_examples.sh
 if ((release_only)); then
   exit 0
 fi

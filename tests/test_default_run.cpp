@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "train/config.h"
-#include "train/trainer.h"
+#include "train/fit.h"
 
 namespace gradlab::train {
 namespace {
@@ -61,12 +61,19 @@ RunConfig default_config(const std::string& model) {
   return config;
 }
 
+// The losses of the first kSteps steps, trained through fit as the command line trains.
 std::vector<double> default_run_losses(const std::string& model) {
+  struct Losses : Observer {
+    std::vector<double> values;
+    void on_step(int64_t, const StepResult& result) override { values.push_back(result.loss); }
+  } losses;
   omp_set_num_threads(1);
   Trainer trainer(default_config(model));
-  std::vector<double> losses;
-  for (int64_t i = 0; i < kSteps; ++i) losses.push_back(trainer.train_step().loss);
-  return losses;
+  LoopPolicy policy;
+  policy.steps = kSteps;
+  policy.target_accuracy = 0;
+  fit(trainer, policy, losses);
+  return losses.values;
 }
 
 // Rows "<isa> <model> <step> <loss as a hex float>"; '#' starts a comment.

@@ -1,0 +1,20 @@
+// gradlab in one include, for a program built on an installed gradlab: the tensor and its ops,
+// gradient checking, the layers and models, the toy tasks, and training (optimizers, checkpoints,
+// train::fit). `#include <gradlab/gradlab.h>`; or include the parts, e.g.
+// <gradlab/autograd/tensor.h>, <gradlab/nn/attention.h>.
+#pragma once
+
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+#include "data/task.h"
+#include "nn/attention.h"
+#include "nn/layers.h"
+#include "nn/models.h"
+#include "nn/module.h"
+#include "nn/sequence_model.h"
+#include "nn/transformer.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/fit.h"
+#include "train/optimizer.h"
+#include "train/trainer.h"

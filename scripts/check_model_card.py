@@ -84,7 +84,10 @@ class GradlabError(Exception):
 
 
 def run_gradlab(binary, args):
-    result = subprocess.run([binary] + args, capture_output=True, text=True)
+    try:
+        result = subprocess.run([binary] + args, capture_output=True, text=True)
+    except OSError as e:
+        raise GradlabError(f"cannot run {binary}: {e}") from e
     if result.returncode != 0:
         raise GradlabError(f"gradlab {' '.join(args)} failed ({result.returncode}):\n"
                            f"{result.stdout}{result.stderr}")

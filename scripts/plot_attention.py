@@ -8,7 +8,8 @@ One row per layer and one column per head; each heatmap has the query positions 
 and the key positions along the bottom, labelled with their tokens (the separator 0 as SEP).
 The file (see train/attention_file.h) holds one float32 dataset [H, Tq, Tk] per layer, named
 layer_<i> for the decoder-only model and encoder_layer_<i> / decoder_layer_<i> (self-attention)
-for the encoder-decoder, each with int64 attributes query_tokens [Tq] and key_tokens [Tk].
+and decoder_cross_layer_<i> (cross-attention) for the encoder-decoder, each with int64
+attributes query_tokens [Tq] and key_tokens [Tk] (docs/attention-file.md).
 
 Needs h5py, numpy and matplotlib; renders without a display.
 """
@@ -24,8 +25,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import numpy as np  # noqa: E402
 
 USAGE = "usage: plot_attention.py FILE.h5 OUT.png"
-LAYER_NAME = re.compile(r"^(?:(encoder|decoder)_)?layer_(\d+)$")
-STACK_ORDER = {None: 0, "encoder": 1, "decoder": 2}
+LAYER_NAME = re.compile(r"^(?:(encoder|decoder|decoder_cross)_)?layer_(\d+)$")
+STACK_ORDER = {None: 0, "encoder": 1, "decoder": 2, "decoder_cross": 3}
 
 
 def fail(message):
@@ -78,7 +79,8 @@ def read_layers(path):
                 found.append((STACK_ORDER[match.group(1)], int(match.group(2)), match.group(1),
                               name))
         if not found:
-            fail(f"{path}: no layer_<i>, encoder_layer_<i> or decoder_layer_<i> datasets; "
+            fail(f"{path}: no layer_<i>, encoder_layer_<i>, decoder_layer_<i> or "
+                 "decoder_cross_layer_<i> datasets; "
                  "is it a file written by `gradlab attention`?")
         layers = []
         for _, index, stack, name in sorted(found):
@@ -92,7 +94,7 @@ def read_layers(path):
             if len(queries) != tq or len(keys) != tk:
                 fail(f"{path}: dataset {name} is [{heads}, {tq}, {tk}] but has "
                      f"{len(queries)} query and {len(keys)} key tokens")
-            prefix = f"{stack} layer {index}" if stack else f"layer {index}"
+            prefix = f"{stack.replace('_', ' ')} layer {index}" if stack else f"layer {index}"
             layers.append((prefix, weights, queries, keys))
         return layers, describe(f)
 

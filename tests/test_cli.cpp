@@ -153,6 +153,11 @@ TEST_F(CliTest, HelpOfEverySubcommandPrintsItsOptions) {
                            "--save-every", "--keep", "--target-accuracy", "--seed"}) {
     EXPECT_TRUE(contains(r.out, flag)) << "train --help does not list " << flag;
   }
+  // Defaults as typed, not as the nearest 17-digit expansion of the double.
+  for (const char* shown : {"--lr arg (=0.003)", "--beta2 arg (=0.98)", "--eps arg (=1e-08)",
+                            "--target-accuracy arg (=0.99)", "--clip arg (=1)"}) {
+    EXPECT_TRUE(contains(r.out, shown)) << "train --help does not show " << shown << ":\n" << r.out;
+  }
 }
 
 TEST_F(CliTest, UnknownFlagIsAUsageErrorForEverySubcommand) {

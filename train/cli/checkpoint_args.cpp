@@ -1,5 +1,7 @@
 #include "train/cli/checkpoint_args.h"
 
+#include <omp.h>
+
 #include <optional>
 #include <sstream>
 
@@ -39,17 +41,21 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
   return -1;
 }
 
-int read_prompt(const std::string& command, const std::string& input, const data::Task& task,
-                const po::options_description& options, std::vector<int64_t>& prompt) {
-  const auto tokens = parse_tokens(input);
-  if (!tokens)
-    return usage_error(command, "--input: '" + input + "' is not a list of integers", options);
+int load_prompted_run(const std::string& command, const CheckpointArgs& a,
+                      std::optional<PromptedRun>& loaded) {
+  omp_set_num_threads(static_cast<int>(a.threads));
+  train::LoadedRun run = train::load_run(a.checkpoint);
+  const data::Task task(run.config.task);
+  const auto tokens = parse_tokens(a.input);
+  if (!tokens) {
+    return usage_error(command, "--input: '" + a.input + "' is not a list of integers", a.options);
+  }
   try {
     task.validate_prompt(*tokens);
   } catch (const ConfigError& e) {
-    return usage_error(command, std::string("--input: ") + e.what(), options);
+    return usage_error(command, std::string("--input: ") + e.what(), a.options);
   }
-  prompt = *tokens;
+  loaded.emplace(PromptedRun{std::move(run), task, *tokens});
   return -1;
 }
 

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/task.h"
+#include "train/trainer.h"
 
 namespace gradlab::cli {
 
@@ -24,11 +26,17 @@ struct CheckpointArgs {
 int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
                           CheckpointArgs& a);
 
-// Reads --input ("3 1 4 1 5") as a prompt of task into prompt; returns -1 to go on or the
-// usage exit code after saying what is wrong.
-int read_prompt(const std::string& command, const std::string& input, const data::Task& task,
-                const boost::program_options::options_description& options,
-                std::vector<int64_t>& prompt);
+// A checkpoint's run, its task, and --input ("3 1 4 1 5") read as a prompt of that task.
+struct PromptedRun {
+  train::LoadedRun run;
+  data::Task task;
+  std::vector<int64_t> prompt;
+};
+
+// Sets the OpenMP threads, loads a.checkpoint and reads a.input into `loaded`; returns -1 to go
+// on, or the usage exit code after saying what is wrong with --input.
+int load_prompted_run(const std::string& command, const CheckpointArgs& a,
+                      std::optional<PromptedRun>& loaded);
 
 // "3 1 4 1 5"
 std::string join(const std::vector<int64_t>& tokens);

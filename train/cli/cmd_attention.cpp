@@ -1,6 +1,4 @@
 // `gradlab attention`: every layer's and head's attention weights for one prompt, to HDF5.
-#include <omp.h>
-
 #include <cstdio>
 
 #include "autograd/graph.h"
@@ -33,13 +31,9 @@ int parse_attention(const std::vector<std::string>& args) {
 int run_attention(const std::vector<std::string>& args) {
   CheckpointArgs a(kCaption);
   if (const int code = parse(args, a); code >= 0) return code;
-  omp_set_num_threads(static_cast<int>(a.threads));
-  const train::LoadedRun run = train::load_run(a.checkpoint);
-  const data::Task task(run.config.task);
-  std::vector<int64_t> prompt;
-  if (const int code = read_prompt("attention", a.input, task, a.options, prompt); code >= 0) {
-    return code;
-  }
+  std::optional<PromptedRun> loaded;
+  if (const int code = load_prompted_run("attention", a, loaded); code >= 0) return code;
+  const auto& [run, task, prompt] = *loaded;
   // The model reads the prompt, the separator and its own greedy answer, as in training.
   nn::SequenceModel& model = run.trainer->model();
   const std::vector<int64_t> answer =

@@ -1,6 +1,4 @@
 // `gradlab predict`: greedy decoding of one prompt with a checkpoint, beside the right answer.
-#include <omp.h>
-
 #include <cstdio>
 
 #include "train/cli/checkpoint_args.h"
@@ -31,13 +29,9 @@ int parse_predict(const std::vector<std::string>& args) {
 int run_predict(const std::vector<std::string>& args) {
   CheckpointArgs a(kCaption);
   if (const int code = parse(args, a); code >= 0) return code;
-  omp_set_num_threads(static_cast<int>(a.threads));
-  const train::LoadedRun run = train::load_run(a.checkpoint);
-  const data::Task task(run.config.task);
-  std::vector<int64_t> prompt;
-  if (const int code = read_prompt("predict", a.input, task, a.options, prompt); code >= 0) {
-    return code;
-  }
+  std::optional<PromptedRun> loaded;
+  if (const int code = load_prompted_run("predict", a, loaded); code >= 0) return code;
+  const auto& [run, task, prompt] = *loaded;
   const std::vector<int64_t> output =
       run.trainer->model().greedy_decode(prompt, data::kSeparator, task.answer_length());
   const std::vector<int64_t> expected = task.answer(prompt);

@@ -7,27 +7,12 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "data/streams.h"
 
 namespace gradlab::data {
 namespace {
 
 using Sequence = std::vector<int64_t>;
-
-// splitmix64's output function: a bijection of 64-bit words with good avalanche.
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-// Seed of stream `index` of `seed`. For a fixed seed it is a bijection of index, so distinct
-// indices never share a generator. Training steps use indices 0..2^63-1; the held-out set uses
-// the index 2^64-1, which no training step reaches.
-uint64_t stream_seed(uint64_t seed, uint64_t index) {
-  return splitmix64(splitmix64(seed) ^ index);
-}
-constexpr uint64_t kHeldoutIndex = ~0ULL;
 
 bool is_recall(const TaskConfig& c) {
   return c.name == "recall";

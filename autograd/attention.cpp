@@ -11,9 +11,9 @@
 
 #include "autograd/attention_lanes.h"
 #include "autograd/attention_parts.h"
-#include "autograd/gemm.h"
 #include "autograd/graph.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/rows.h"
 
 namespace gradlab {
 namespace {

@@ -8,8 +8,8 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/kernels.h"
-#include "autograd/simd.h"
+#include "autograd/kernels/rows.h"
+#include "autograd/kernels/simd.h"
 
 namespace gradlab::attention {
 namespace {

@@ -8,7 +8,8 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "autograd/graph.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/simd.h"
 
 namespace gradlab {
 namespace {

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "autograd/graph.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/rows.h"
 
 namespace gradlab {
 namespace {

@@ -5,7 +5,8 @@
 #include <limits>
 
 #include "autograd/graph.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/rows.h"
 
 namespace gradlab {
 namespace {

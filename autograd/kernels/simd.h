@@ -1,7 +1,7 @@
 // SIMD vectors as GCC vector types, at the width of the target's registers (AVX-512, AVX or
 // SSE), and the few operations on them that the compiler does not derive from scalar code:
-// partial loads and stores, and the register transpose of a square block. Internal to
-// autograd/ (the GEMM and fused attention).
+// partial loads and stores, a sum across lanes, and the register transpose of a square block.
+// Internal to autograd/ (the GEMM, the lane attention kernel, the row kernels and GELU).
 #pragma once
 
 #if defined(__AVX512F__)

@@ -3,10 +3,6 @@
 // contiguous elements of one row ([n]); callers loop over rows.
 #pragma once
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
@@ -43,21 +39,15 @@ T max_of(const T* x, int64_t n) {
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float>) {
-    using V16 [[gnu::vector_size(64)]] = float;
+    using simd::Vec;
     using V8 [[gnu::vector_size(32)]] = float;
     using V4 [[gnu::vector_size(16)]] = float;
+    constexpr int64_t lanes = simd::kLanes<float>;  // 16
     auto larger = [](auto a, auto b) { return a < b ? b : a; };
-    const V16 none = V16{} + minus_inf;
-    V16 best = none;
+    Vec<float> best = Vec<float>{} + minus_inf;
     int64_t start = 0;
-    for (; start + 16 <= n; start += 16) {
-      best = larger(best, reinterpret_cast<V16>(_mm512_loadu_ps(x + start)));
-    }
-    if (start < n) {
-      const auto tail = static_cast<__mmask16>((1u << (n - start)) - 1);
-      best = larger(best, reinterpret_cast<V16>(_mm512_mask_loadu_ps(reinterpret_cast<__m512>(none),
-                                                                     tail, x + start)));
-    }
+    for (; start + lanes <= n; start += lanes) best = larger(best, simd::load<float>(x + start));
+    if (start < n) best = larger(best, simd::load_partial<float>(x + start, n - start, minus_inf));
     const V8 half = larger(__builtin_shufflevector(best, best, 0, 1, 2, 3, 4, 5, 6, 7),
                            __builtin_shufflevector(best, best, 8, 9, 10, 11, 12, 13, 14, 15));
     const V4 quarter = larger(__builtin_shufflevector(half, half, 0, 1, 2, 3),

@@ -192,7 +192,7 @@ std::vector<OpCheck> make_checks() {
         return fused_attention(x[0], x[1], x[2], {.attn_mask = &mask}, 0.8).output;
       }));
 
-  // 66 keys: beyond the lane kernel, the one GEMM per head (autograd/attention_lanes.h).
+  // 66 keys: past the lane kernel's 64, the one GEMM per head (autograd/kernels/attention.h).
   add_check(normal_check("fused_attention_long_keys", {{2, 3, 4, 5}, {2, 66, 1, 5}, {2, 66, 1, 5}},
                          [](const Inputs& x) {
                            std::vector<uint8_t> pad(2 * 66, 0);

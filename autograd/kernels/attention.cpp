@@ -9,6 +9,7 @@
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/rows.h"
+#include "autograd/kernels/softmax.h"
 
 namespace gradlab::kernels {
 namespace {
@@ -87,10 +88,7 @@ void attention_backward(const T* g, const AttentionOperands<const T>& in, const 
       gemm<T>(d.Tq, d.Tk, d.D, {go, g_stride, false}, {v, in.kv_stride, /*transposed=*/true}, ds,
               d.Tk, false, nullptr, false);
       for (int64_t i = 0; i < d.Tq; ++i) {
-        T* ds_row = ds + i * d.Tk;
-        const T* w_row = w + i * d.Tk;
-        const T dot = sum_over<T>(d.Tk, [&](int64_t j) { return ds_row[j] * w_row[j]; });
-        for (int64_t j = 0; j < d.Tk; ++j) ds_row[j] = scale * w_row[j] * (ds_row[j] - dot);
+        softmax_backward_row(w + i * d.Tk, ds + i * d.Tk, ds + i * d.Tk, d.Tk, 1, scale);
       }
       gemm<T>(d.Tq, d.D, d.Tk, {ds, d.Tk, false}, {k, in.kv_stride, false},
               head_at(grad.q, grad.q_stride, d.Tq, b, h, d.D), grad.q_stride, false, nullptr,

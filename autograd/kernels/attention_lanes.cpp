@@ -10,6 +10,7 @@
 
 #include "autograd/kernels/rows.h"
 #include "autograd/kernels/simd.h"
+#include "autograd/kernels/softmax.h"
 
 namespace gradlab::kernels {
 namespace {
@@ -298,9 +299,7 @@ void attention_lanes_backward(const T* g, const T* saved, const AttentionDims& d
       Vec<T>* ds_i = ds + i * Tkp;
       // dW_i, then dS_i, over the visible keys only: key j's gradients read rows i >= j.
       dots<T>(grad_out + i * Dp, keep.v, n, Dp, ds_i);
-      Vec<T> dot{};
-      for (int64_t j = 0; j < n; ++j) dot += ds_i[j] * w_i[j];
-      for (int64_t j = 0; j < n; ++j) ds_i[j] = scale * w_i[j] * (ds_i[j] - dot);
+      softmax_backward_row(w_i, ds_i, ds_i, n, 1, scale);
       weighted_sum<T>(ds_i, 1, keep.k, 0, n, Dp, row);  // dQ_i
       T* dq_row[L];
       for (int64_t lane = 0; lane < group.count; ++lane)

@@ -1,30 +1,21 @@
-// Fused attention: per (batch, head) small GEMMs on strided views of [B, T, H, D] buffers,
-// with scaling, masking and softmax fused in between. Backward (per (batch, K/V head), so that
-// the heads sharing a K/V head accumulate into it without races):
-//   dV += W^T dO,  dW = dO V^T,  dS = s W * (dW - rowsum(dW * W)),  dQ = dS K,  dK += dS^T Q
+// Fused attention: shape checks, the choice between the two kernels (kernels/attention.h, one
+// GEMM per head; kernels/attention_lanes.h, one SIMD lane per head) and the backward closure
+// that calls the chosen kernel's backward, for three operands or one packed buffer.
 #include "autograd/attention.h"
 
-#include <cmath>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
-#include "autograd/attention_lanes.h"
-#include "autograd/attention_parts.h"
-#include "autograd/gemm.h"
 #include "autograd/graph.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/attention.h"
+#include "autograd/kernels/attention_lanes.h"
 
 namespace gradlab {
 namespace {
 
-using attention::Dims;
-using attention::head_at;
-using attention::MaskView;
-using attention::Operands;
-using attention::packed;
-using attention::separate;
-using attention::worth_threads;
+using Dims = kernels::AttentionDims;
+template <class T>
+using Operands = kernels::AttentionOperands<T>;
 
 void check_masks(const Dims& d, const AttentionMaskSpec& m) {
   if (m.key_padding && m.key_padding->shape != Shape{d.B, d.Tk}) {
@@ -68,92 +59,12 @@ Dims check_packed_shape(const Tensor& qkv, int64_t num_heads, int64_t num_kv_hea
   return d;
 }
 
-// In place over the [Tq, Tk] scores of one head: scale, mask, then softmax along each row (a
-// fully masked row gives zeros). The exponentials run once over the whole block: row by row,
-// short rows (20 to 64 scores) cost more in call overhead than in arithmetic.
-template <class T>
-void masked_softmax(T* w, int64_t rows, int64_t n, T scale, const MaskView& mask, int64_t b,
-                    int64_t h) {
-  constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < rows; ++i) {
-    T* s = w + i * n;
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) s[j] *= scale;
-    mask.apply(s, b, h, i);
-    const T m = kernels::max_of(s, n);
-    if (m == minus_inf) continue;  // fully masked: stays -inf, and exp gives zeros
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) s[j] -= m;
-  }
-  kernels::exp_shifted(w, w, rows * n, T(0));
-  for (int64_t i = 0; i < rows; ++i) {
-    T* s = w + i * n;
-    const T total = kernels::sum_over<T>(n, [&](int64_t j) { return s[j]; });
-    if (total == 0) continue;  // fully masked
-    const T inv = 1 / total;
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) s[j] *= inv;
-  }
-}
-
-template <class T>
-void forward(const Operands<const T>& in, const Dims& d, const MaskView& mask, T scale, T* out,
-             T* weights) {
-#pragma omp parallel for if (worth_threads(d)) schedule(static)
-  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
-    const int64_t b = bh / d.H, h = bh % d.H, g = h / d.group();
-    const T* q = head_at(in.q, in.q_stride, d.Tq, b, h, d.D);
-    const T* k = head_at(in.k, in.kv_stride, d.Tk, b, g, d.D);
-    const T* v = head_at(in.v, in.kv_stride, d.Tk, b, g, d.D);
-    T* w = weights + bh * d.Tq * d.Tk;  // [Tq, Tk]
-    kernels::gemm<T>(d.Tq, d.Tk, d.D, {q, in.q_stride, false},
-                     {k, in.kv_stride, /*transposed=*/true}, w, d.Tk, false, nullptr, false);
-    masked_softmax(w, d.Tq, d.Tk, scale, mask, b, h);
-    kernels::gemm<T>(d.Tq, d.D, d.Tk, {w, d.Tk, false}, {v, in.kv_stride, false},
-                     head_at(out, d.H * d.D, d.Tq, b, h, d.D), d.H * d.D, false, nullptr, false);
-  }
-}
-
-// g: the output's gradient, [B, Tq, H, D]. The inputs' gradients go to `grad`, laid out as the
-// inputs are.
-template <class T>
-void backward(const T* g, const Operands<const T>& in, const T* weights, const Dims& d, T scale,
-              const Operands<T>& grad) {
-  const int64_t g_stride = d.H * d.D;
-#pragma omp parallel for if (worth_threads(d)) schedule(static)
-  for (int64_t bg = 0; bg < d.B * d.KV; ++bg) {
-    const int64_t b = bg / d.KV, kvh = bg % d.KV;
-    thread_local std::vector<T> ds_buffer;  // reused across calls: no allocation in steady state
-    ds_buffer.resize(d.Tq * d.Tk);
-    T* ds = ds_buffer.data();  // [Tq, Tk]
-    const T* k = head_at(in.k, in.kv_stride, d.Tk, b, kvh, d.D);
-    const T* v = head_at(in.v, in.kv_stride, d.Tk, b, kvh, d.D);
-    T* dk = head_at(grad.k, grad.kv_stride, d.Tk, b, kvh, d.D);
-    T* dv = head_at(grad.v, grad.kv_stride, d.Tk, b, kvh, d.D);
-    for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
-      // The first head of the group writes dK and dV, the others add to them.
-      const bool accumulate = h > kvh * d.group();
-      const T* w = weights + (b * d.H + h) * d.Tq * d.Tk;  // [Tq, Tk]
-      const T* go = head_at(g, g_stride, d.Tq, b, h, d.D);
-      const T* q = head_at(in.q, in.q_stride, d.Tq, b, h, d.D);
-      kernels::gemm<T>(d.Tk, d.D, d.Tq, {w, d.Tk, true}, {go, g_stride, false}, dv, grad.kv_stride,
-                       accumulate, nullptr, false);
-      kernels::gemm<T>(d.Tq, d.Tk, d.D, {go, g_stride, false},
-                       {v, in.kv_stride, /*transposed=*/true}, ds, d.Tk, false, nullptr,
-                       false);  // dW
-      for (int64_t i = 0; i < d.Tq; ++i) {
-        T* ds_row = ds + i * d.Tk;
-        const T* w_row = w + i * d.Tk;
-        const T dot = kernels::sum_over<T>(d.Tk, [&](int64_t j) { return ds_row[j] * w_row[j]; });
-        for (int64_t j = 0; j < d.Tk; ++j) ds_row[j] = scale * w_row[j] * (ds_row[j] - dot);
-      }
-      kernels::gemm<T>(d.Tq, d.D, d.Tk, {ds, d.Tk, false}, {k, in.kv_stride, false},
-                       head_at(grad.q, grad.q_stride, d.Tq, b, h, d.D), grad.q_stride, false,
-                       nullptr, false);
-      kernels::gemm<T>(d.Tk, d.D, d.Tq, {ds, d.Tk, true}, {q, in.q_stride, false}, dk,
-                       grad.kv_stride, accumulate, nullptr, false);
-    }
-  }
+// The masks as the kernels read them; they point into `spec`'s arrays.
+kernels::AttentionMask mask_of(const AttentionMaskSpec& spec, const Dims& d) {
+  return kernels::AttentionMask(d, spec.causal,
+                                spec.key_padding ? spec.key_padding->values.data() : nullptr,
+                                spec.attn_mask ? spec.attn_mask->values.data() : nullptr,
+                                spec.attn_mask ? spec.attn_mask->shape : Shape{});
 }
 
 // Runs the forward pass on the operands `layout` finds in `inputs`, and records a backward that
@@ -162,12 +73,12 @@ template <class Layout>
 FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const AttentionMaskSpec& mask,
                    double scale, bool need_weights, Layout layout) {
   const Tensor& first = inputs.front();
-  const MaskView view(mask, d);
+  const kernels::AttentionMask view = mask_of(mask, d);
   bool lanes = false;
   int64_t saved_size = 0;
   dispatch(first.dtype(), [&]<class T>() {
-    lanes = attention::lanes_fit<T>(d);
-    if (lanes) saved_size = attention::lanes_saved_size<T>(d);
+    lanes = kernels::attention_lanes_fit<T>(d);
+    if (lanes) saved_size = kernels::attention_lanes_saved_size<T>(d);
   });
   Tensor out = Tensor::empty({d.B, d.Tq, d.H, d.D}, first.dtype());
   // The per-head kernel's backward reads the weights; the lane kernel's reads what it saved.
@@ -178,10 +89,10 @@ FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const Atten
     const auto operands = layout.template of<const T>(inputs);
     T* w = weights.defined() ? weights.data<T>() : nullptr;
     if (lanes) {
-      attention::lanes_forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(), w,
-                                  saved.data<T>());
+      kernels::attention_lanes_forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(),
+                                          w, saved.data<T>());
     } else {
-      forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(), w);
+      kernels::attention_forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(), w);
     }
   });
   out = record("fused_attention", out, inputs,
@@ -192,11 +103,12 @@ FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const Atten
                  dispatch(g.dtype(), [&]<class T>() {
                    const auto grad_operands = layout.template of<T>(grads);
                    if (lanes) {
-                     attention::lanes_backward<T>(g.data<T>(), saved.data<T>(), d, causal,
-                                                  static_cast<T>(scale), grad_operands);
+                     kernels::attention_lanes_backward<T>(g.data<T>(), saved.data<T>(), d, causal,
+                                                          static_cast<T>(scale), grad_operands);
                    } else {
-                     backward<T>(g.data<T>(), layout.template of<const T>(inputs), saved.data<T>(),
-                                 d, static_cast<T>(scale), grad_operands);
+                     kernels::attention_backward<T>(
+                         g.data<T>(), layout.template of<const T>(inputs), saved.data<T>(), d,
+                         static_cast<T>(scale), grad_operands);
                    }
                  });
                  return grads;
@@ -210,8 +122,8 @@ struct SeparateLayout {
   template <class T, class Tensors>
   Operands<T> of(Tensors& t) const {
     using Value = std::remove_const_t<T>;
-    return separate<T>(t[0].template data<Value>(), t[1].template data<Value>(),
-                       t[2].template data<Value>(), d);
+    return kernels::separate_operands<T>(t[0].template data<Value>(), t[1].template data<Value>(),
+                                         t[2].template data<Value>(), d);
   }
 };
 
@@ -219,7 +131,7 @@ struct PackedLayout {
   Dims d;
   template <class T, class Tensors>
   Operands<T> of(Tensors& t) const {
-    return packed<T>(t[0].template data<std::remove_const_t<T>>(), d);
+    return kernels::packed_operands<T>(t[0].template data<std::remove_const_t<T>>(), d);
   }
 };
 

@@ -2,13 +2,10 @@
 #include "autograd/elementwise.h"
 
 #include <cmath>
-#include <numbers>
-
-#include <Eigen/Core>
-#include <unsupported/Eigen/SpecialFunctions>
 
 #include "autograd/graph.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/gelu.h"
 
 namespace gradlab {
 namespace {
@@ -143,54 +140,16 @@ Tensor relu(const Tensor& x) {
       [](auto v, auto) { return v > 0 ? 1.0 : 0.0; });
 }
 
-// GELU runs on Eigen arrays: their erf and exp are vectorised for float (a rational erf
-// accurate to a few ulp), and fall back to std::erf for double, which gradient checks need.
-// The backward keeps no tensor of its own: it reads the input and the output (see below).
+// GELU's kernels (kernels/gelu.h) are vectorised, and its backward reads the input and the
+// output instead of keeping a tensor of its own.
 Tensor gelu(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  dispatch(x.dtype(), [&]<class T>() {
-    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-    kernels::for_chunks(x.numel(), [&](int64_t begin, int64_t end) {
-      const Eigen::Map<const Array> v(x.data<T>() + begin, end - begin);
-      Eigen::Map<Array>(out.data<T>() + begin, end - begin) =
-          v * (T(0.5) * (T(1) + (v * T(std::numbers::sqrt2 / 2)).erf()));
-    });
-  });
-  // d/dx x Phi(x) = Phi(x) + x phi(x), with phi the normal density. Phi(x) comes back from the
-  // output as y / x (Phi(0) = 1/2), the forward's own value to a rounding or two: computing it
-  // again through erf was half of the backward's arithmetic (isolated on [1280, 256], 375 ->
-  // 240 us). The output is kept anyway, as the next layer's input.
+  dispatch(x.dtype(),
+           [&]<class T>() { kernels::gelu_forward(x.data<T>(), out.data<T>(), x.numel()); });
   return record("gelu", out, {x}, [x, y = out.detach()](const Tensor& g) {
     Tensor dx = Tensor::empty(x.shape(), x.dtype());
     dispatch(x.dtype(), [&]<class T>() {
-      const T inv_sqrt_2pi = T(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
-      const T* xv = x.data<T>();
-      const T* yv = y.data<T>();
-      const T* gv = g.data<T>();
-      T* d = dx.data<T>();
-      // At n elements from i, in vectors; density: exp(-x^2 / 2) there.
-      auto grad_at = [&](int64_t i, const T* density) {
-        using kernels::simd::Vec;
-        const Vec<T> v = kernels::simd::load<T>(xv + i);
-        const Vec<T> cdf = v == 0 ? Vec<T>{} + T(0.5) : kernels::simd::load<T>(yv + i) / v;
-        kernels::simd::store<T>(d + i,
-                                kernels::simd::load<T>(gv + i) *
-                                    (cdf + v * inv_sqrt_2pi * kernels::simd::load<T>(density)));
-      };
-      kernels::for_chunks(x.numel(), [&](int64_t begin, int64_t end) {
-        using Block = Eigen::Array<T, 16, 1>;  // Eigen's vectorised exp on whole vectors
-        constexpr int64_t size = Block::SizeAtCompileTime, lanes = kernels::simd::kLanes<T>;
-        int64_t i = begin;
-        for (; i + size <= end; i += size) {
-          const Block density = (T(-0.5) * Eigen::Map<const Block>(xv + i).square()).exp();
-          for (int64_t l = 0; l < size; l += lanes) grad_at(i + l, density.data() + l);
-        }
-        for (; i < end; ++i) {
-          const T v = xv[i];
-          const T cdf = v == 0 ? T(0.5) : yv[i] / v;
-          d[i] = gv[i] * (cdf + v * inv_sqrt_2pi * std::exp(T(-0.5) * v * v));
-        }
-      });
+      kernels::gelu_backward(x.data<T>(), y.data<T>(), g.data<T>(), dx.data<T>(), x.numel());
     });
     return std::vector<Tensor>{dx};
   });

@@ -36,6 +36,13 @@ std::vector<NodePtr> topological_order(const NodePtr& root) {
   return order;
 }
 
+// The error for a backward that reaches a node of op `op` whose graph an earlier one freed.
+GraphError freed_graph_error(const char* op) {
+  return GraphError(std::string("backward: the graph through '") + op +
+                    "' was freed by an earlier backward(); pass retain_graph = true to the "
+                    "first call to backpropagate twice");
+}
+
 void accumulate(Tensor& slot, const Tensor& grad) {
   slot = slot.defined() ? slot + grad : grad;
 }
@@ -55,7 +62,7 @@ NoGradGuard::~NoGradGuard() {
 
 namespace detail {
 
-void attach(const Tensor& out, const char* op, const std::vector<Tensor>& inputs,
+void attach(const Tensor& out, const char* op, std::span<const Tensor> inputs,
             BackwardFn backward) {
   Node& node = *out.node();
   node.requires_grad = true;
@@ -97,11 +104,7 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
         "backward: tensor does not require grad (no input of the graph was marked "
         "with set_requires_grad, or it was computed under NoGradGuard)");
   }
-  if (node_->graph_freed) {
-    throw GraphError(std::string("backward: the graph through '") + op_name() +
-                     "' was freed by an earlier backward(); pass retain_graph = true to the "
-                     "first call to backpropagate twice");
-  }
+  if (node_->graph_freed) throw freed_graph_error(op_name());
   if (grad_output.shape() != shape()) {
     throw ShapeError("backward: gradient shape " + to_string(grad_output.shape()) +
                      " differs from output shape " + to_string(shape()));
@@ -121,11 +124,7 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
       node.grad = node.grad.defined() ? node.grad + grad : grad.clone();
       continue;
     }
-    if (node.graph_freed) {
-      throw GraphError(std::string("backward: the graph through '") + node.op +
-                       "' was freed by an earlier backward(); pass retain_graph = true to the "
-                       "first call to backpropagate twice");
-    }
+    if (node.graph_freed) throw freed_graph_error(node.op);
     std::vector<Tensor> input_grads = node.backward(grad);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       detail::Node* input = node.inputs[i].get();

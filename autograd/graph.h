@@ -6,7 +6,9 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "autograd/tensor.h"
 
@@ -28,28 +30,31 @@ class NoGradGuard {
 };
 
 namespace detail {
-void attach(const Tensor& out, const char* op, const std::vector<Tensor>& inputs,
-            BackwardFn backward);
-}  // namespace detail
+void attach(const Tensor& out, const char* op, std::span<const Tensor> inputs, BackwardFn backward);
 
-// Attaches `backward` to `out` if grad mode is on and any input requires grad. The closure is
-// only turned into a std::function when it is needed, so no-grad evaluation allocates nothing.
 template <class F>
-Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, F&& backward) {
+Tensor record(const char* op, Tensor out, std::span<const Tensor> inputs, F&& backward) {
   bool needed = false;
   for (const Tensor& input : inputs) needed = needed || (input.defined() && input.requires_grad());
   if (needed && grad_enabled()) {
-    detail::attach(out, op, inputs, detail::BackwardFn(std::forward<F>(backward)));
+    attach(out, op, inputs, BackwardFn(std::forward<F>(backward)));
   }
   return out;
+}
+}  // namespace detail
+
+// Attaches `backward` to `out` if grad mode is on and any input requires grad. The closure is
+// only turned into a std::function when it is needed, and a braced list of inputs is never
+// copied into a vector, so no-grad evaluation allocates nothing.
+template <class F>
+Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, F&& backward) {
+  return detail::record(op, std::move(out), inputs, std::forward<F>(backward));
 }
 
 template <class F>
 Tensor record(const char* op, Tensor out, std::initializer_list<Tensor> inputs, F&& backward) {
-  bool needed = false;
-  for (const Tensor& input : inputs) needed = needed || (input.defined() && input.requires_grad());
-  if (!needed || !grad_enabled()) return out;
-  return record(op, std::move(out), std::vector<Tensor>(inputs), std::forward<F>(backward));
+  return detail::record(op, std::move(out), std::span<const Tensor>(inputs.begin(), inputs.size()),
+                        std::forward<F>(backward));
 }
 
 }  // namespace gradlab

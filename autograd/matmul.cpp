@@ -2,9 +2,8 @@
 // transposed copy is ever materialised.
 #include "autograd/matmul.h"
 
-#include "autograd/gemm.h"
 #include "autograd/graph.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
 

@@ -1,4 +1,4 @@
-// Matrix products through the register-tiled kernel in gemm.h on the row-major buffers.
+// Matrix products through the register-tiled kernel in kernels/gemm.h on the row-major buffers.
 #pragma once
 
 #include "autograd/tensor.h"

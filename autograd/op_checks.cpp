@@ -1,6 +1,8 @@
-// One gradient check per op. Axis sizes are drawn from 2, 3, 5, 7 (never two equal sizes in
-// one tensor where the op could confuse them). Inputs of ops with kinks or restricted domains
-// are kept away from them (relu at 0, log of a negative number).
+// One gradient check per op, never with two equal sizes in one tensor where the op could confuse
+// the axes. Most use sizes 2, 3, 5 and 7 (1 for an axis that broadcasts); the attention and
+// layer-norm checks use other sizes as well, to reach their kernels' edges (lane groups, the 64
+// keys of the lane kernel, 64-row blocks, whole vectors and a tail). Inputs of ops with kinks or
+// restricted domains are kept away from them (relu at 0, log of a negative number).
 #include "autograd/op_checks.h"
 
 #include <cmath>
@@ -192,7 +194,7 @@ std::vector<OpCheck> make_checks() {
         return fused_attention(x[0], x[1], x[2], {.attn_mask = &mask}, 0.8).output;
       }));
 
-  // 66 keys: beyond the lane kernel, the one GEMM per head (autograd/attention_lanes.h).
+  // 66 keys: past the lane kernel's 64, the one GEMM per head (autograd/kernels/attention.h).
   add_check(normal_check("fused_attention_long_keys", {{2, 3, 4, 5}, {2, 66, 1, 5}, {2, 66, 1, 5}},
                          [](const Inputs& x) {
                            std::vector<uint8_t> pad(2 * 66, 0);

@@ -8,7 +8,8 @@
 
 #include "autograd/elementwise.h"
 #include "autograd/graph.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/rows.h"
 #include "autograd/shape_ops.h"
 
 namespace gradlab {

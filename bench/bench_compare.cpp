@@ -18,8 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/gemm.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
 #include "bench/bench_shared.h"
 #include "nn/attention.h"

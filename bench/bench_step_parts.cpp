@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "autograd/attention.h"
-#include "autograd/gemm.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
 #include "bench/bench_shared.h"
 #include "train/optimizer.h"

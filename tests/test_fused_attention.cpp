@@ -1,11 +1,11 @@
 // The fused attention kernels compute exactly what the composed ops compute: outputs, weights
 // and every gradient, in float64, for masks, cross-attention and grouped K/V heads. Short key
 // sequences go to the kernel with one SIMD lane per head, long ones to the kernel with one GEMM
-// per head (autograd/attention_lanes.h); the cases cover both.
+// per head (autograd/kernels/attention_lanes.h); the cases cover both.
 #include <gtest/gtest.h>
 
 #include "autograd/attention.h"
-#include "autograd/attention_lanes.h"
+#include "autograd/kernels/attention_lanes.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
 
@@ -147,11 +147,11 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The cases above reach both kernels: short sequences the lane kernel, kLongKeys the GEMM one.
 TEST(FusedAttention, KernelChoiceFollowsSequenceLength) {
-  const attention::Dims short_keys{2, 5, 7, 3, 3, 4}, long_keys{2, 5, kLongKeys, 3, 3, 4};
-  EXPECT_TRUE(attention::lanes_fit<double>(short_keys));
-  EXPECT_TRUE(attention::lanes_fit<float>(short_keys));
-  EXPECT_FALSE(attention::lanes_fit<double>(long_keys));
-  EXPECT_FALSE(attention::lanes_fit<float>(long_keys));
+  const kernels::AttentionDims short_keys{2, 5, 7, 3, 3, 4}, long_keys{2, 5, kLongKeys, 3, 3, 4};
+  EXPECT_TRUE(kernels::attention_lanes_fit<double>(short_keys));
+  EXPECT_TRUE(kernels::attention_lanes_fit<float>(short_keys));
+  EXPECT_FALSE(kernels::attention_lanes_fit<double>(long_keys));
+  EXPECT_FALSE(kernels::attention_lanes_fit<float>(long_keys));
 }
 
 // Without need_weights no weights come back, and nothing else changes: the lane kernel's

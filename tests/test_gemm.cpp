@@ -1,7 +1,7 @@
 // The matrix-product kernel against a plain triple loop in long double: every transpose
 // combination, sizes that are not multiples of its blocks (rows, vectors, groups, k-blocks),
 // strided operands, bias, accumulation, k = 0, and threads that must not change a bit.
-#include "autograd/gemm.h"
+#include "autograd/kernels/gemm.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>

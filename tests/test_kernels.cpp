@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/rows.h"
 
 namespace gradlab::kernels {
 namespace {

@@ -2,23 +2,24 @@
 //   forward, per query i:  s = K q_i * scale (keys j < visible(i)), masked softmax, o_i = s V
 //   backward:  dW_i = V dO_i,  dS_i = s W_i * (dW_i - <dW_i, W_i>),  dQ_i = dS_i K,
 //              dV_j = sum_i W_ij dO_i,  dK_j = sum_i dS_ij Q_i  (rows i >= j under the causal rule)
-#include "autograd/attention_lanes.h"
+#include "autograd/kernels/attention_lanes.h"
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
-#include "autograd/kernels.h"
-#include "autograd/simd.h"
+#include "autograd/kernels/rows.h"
+#include "autograd/kernels/simd.h"
+#include "autograd/kernels/softmax.h"
 
-namespace gradlab::attention {
+namespace gradlab::kernels {
 namespace {
 
-using kernels::simd::kLanes;
-using kernels::simd::load_first;
-using kernels::simd::store_first;
-using kernels::simd::transpose_block;
-using kernels::simd::Vec;
+using simd::kLanes;
+using simd::load_first;
+using simd::store_first;
+using simd::transpose_block;
+using simd::Vec;
 
 // Vectors per register block in the two product loops: that many independent accumulators
 // keep both FMA units busy (each FMA waits 4 cycles for its previous result).
@@ -44,7 +45,7 @@ struct Group {
   int64_t b[kLanes<T>], h[kLanes<T>];
   int64_t Dp, Tkp;
 
-  Group(const Dims& d, int64_t index_, int64_t first, int64_t heads)
+  Group(const AttentionDims& d, int64_t index_, int64_t first, int64_t heads)
       : index(index_),
         count(heads),
         Dp(round_up(d.D, std::max<int64_t>(kLanes<T>, kBlock))),
@@ -65,10 +66,10 @@ template <class T>
 struct Saved {
   Vec<T>*q, *k, *v, *w;
 
-  static int64_t vectors(const Dims& d, const Group<T>& g) {
+  static int64_t vectors(const AttentionDims& d, const Group<T>& g) {
     return d.Tq * g.Dp + 2 * g.Tkp * g.Dp + d.Tq * g.Tkp;
   }
-  Saved(T* base, const Dims& d, const Group<T>& g) {
+  Saved(T* base, const AttentionDims& d, const Group<T>& g) {
     q = reinterpret_cast<Vec<T>*>(base) + g.index * vectors(d, g);
     k = q + d.Tq * g.Dp;
     v = k + g.Tkp * g.Dp;
@@ -148,14 +149,14 @@ void weighted_sum(const Vec<T>* coef, int64_t coef_stride, const Vec<T>* rows, i
 }
 
 // Keys query i may see before the explicit masks: all, or j <= i under the causal rule.
-int64_t visible(const Dims& d, bool causal, int64_t i) {
+int64_t visible(const AttentionDims& d, bool causal, int64_t i) {
   return causal ? std::min(i + 1, d.Tk) : d.Tk;
 }
 
 // Query i's scores s[0, n) of every lane in place: scale, explicit masks, softmax (a fully
 // masked lane gives zeros); s[n, keys) become zero.
 template <class T>
-void softmax_row(Vec<T>* s, int64_t n, int64_t keys, T scale, const MaskView& mask,
+void softmax_row(Vec<T>* s, int64_t n, int64_t keys, T scale, const AttentionMask& mask,
                  const Group<T>& group, int64_t i) {
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
   for (int64_t j = 0; j < n; ++j) s[j] *= scale;
@@ -170,7 +171,7 @@ void softmax_row(Vec<T>* s, int64_t n, int64_t keys, T scale, const MaskView& ma
   for (int64_t j = 0; j < n; ++j) top = s[j] > top ? s[j] : top;
   top = top == minus_inf ? Vec<T>{} : top;  // fully masked: exp(-inf - 0) = 0, not NaN
   for (int64_t j = 0; j < n; ++j) s[j] -= top;
-  kernels::exp_shifted(reinterpret_cast<T*>(s), reinterpret_cast<T*>(s), n * kLanes<T>, T(0));
+  exp_shifted(reinterpret_cast<T*>(s), reinterpret_cast<T*>(s), n * kLanes<T>, T(0));
   Vec<T> total{};
   for (int64_t j = 0; j < n; ++j) total += s[j];
   const Vec<T> inverse = total > 0 ? 1 / total : Vec<T>{};
@@ -181,8 +182,8 @@ void softmax_row(Vec<T>* s, int64_t n, int64_t keys, T scale, const MaskView& ma
 // Per-lane pointers to the [T, D] rows of each lane's head in an operand: its query head, or
 // (kv set) the K/V head it reads.
 template <class P, class T>
-void heads_of(const Group<T>& group, const Dims& d, P* base, int64_t stride, int64_t T_, bool kv,
-              P** out) {
+void heads_of(const Group<T>& group, const AttentionDims& d, P* base, int64_t stride, int64_t T_,
+              bool kv, P** out) {
   for (int64_t n = 0; n < group.count; ++n) {
     const int64_t head = kv ? group.h[n] / d.group() : group.h[n];
     out[n] = head_at(base, stride, T_, group.b[n], head, d.D);
@@ -194,22 +195,21 @@ void heads_of(const Group<T>& group, const Dims& d, P* base, int64_t stride, int
 template <class T>
 Vec<T>* scratch(int slot, int64_t vectors) {
   thread_local std::vector<T> buffers[3];
-  return reinterpret_cast<Vec<T>*>(
-      kernels::simd::aligned_scratch(buffers[slot], vectors * kLanes<T>));
+  return reinterpret_cast<Vec<T>*>(simd::aligned_scratch(buffers[slot], vectors * kLanes<T>));
 }
 
 // Query heads per lane group: whole groups of heads sharing a K/V head, so that one lane group
 // holds every head that adds to a given dK and dV.
 template <class T>
-int64_t heads_per_group(const Dims& d) {
+int64_t heads_per_group(const AttentionDims& d) {
   return kLanes<T> / d.group() * d.group();
 }
 
 template <class T, class Body>
-void for_groups(const Dims& d, Body body) {
+void for_groups(const AttentionDims& d, Body body) {
   const int64_t per_group = heads_per_group<T>(d), heads = d.B * d.H;
   const int64_t groups = (heads + per_group - 1) / per_group;
-#pragma omp parallel for if (groups > 1 && worth_threads(d)) schedule(static)
+#pragma omp parallel for if (groups > 1 && attention_worth_threads(d)) schedule(static)
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t first = g * per_group;
     body(Group<T>(d, g, first, std::min(per_group, heads - first)));
@@ -219,21 +219,21 @@ void for_groups(const Dims& d, Body body) {
 }  // namespace
 
 template <class T>
-bool lanes_fit(const Dims& d) {
+bool attention_lanes_fit(const AttentionDims& d) {
   return d.group() <= kLanes<T> && d.Tk <= kMaxKeys && d.Tk * d.D <= kMaxKeyElements &&
          d.Tq * d.Tk <= kMaxScores;
 }
 
 template <class T>
-int64_t lanes_saved_size(const Dims& d) {
+int64_t attention_lanes_saved_size(const AttentionDims& d) {
   const int64_t per_group = heads_per_group<T>(d);
   const int64_t groups = (d.B * d.H + per_group - 1) / per_group;
   return groups * Saved<T>::vectors(d, Group<T>(d, 0, 0, 0)) * kLanes<T>;
 }
 
 template <class T>
-void lanes_forward(const Operands<const T>& in, const Dims& d, const MaskView& mask, T scale,
-                   T* out, T* weights, T* saved) {
+void attention_lanes_forward(const AttentionOperands<const T>& in, const AttentionDims& d,
+                             const AttentionMask& mask, T scale, T* out, T* weights, T* saved) {
   for_groups<T>(d, [&](const Group<T>& group) {
     constexpr int L = kLanes<T>;
     const int64_t Dp = group.Dp, Tkp = group.Tkp;
@@ -273,8 +273,8 @@ void lanes_forward(const Operands<const T>& in, const Dims& d, const MaskView& m
 }
 
 template <class T>
-void lanes_backward(const T* g, const T* saved, const Dims& d, bool causal, T scale,
-                    const Operands<T>& grad) {
+void attention_lanes_backward(const T* g, const T* saved, const AttentionDims& d, bool causal,
+                              T scale, const AttentionOperands<T>& grad) {
   for_groups<T>(d, [&](const Group<T>& group) {
     constexpr int L = kLanes<T>;
     const int64_t Dp = group.Dp, Tkp = group.Tkp;
@@ -299,9 +299,7 @@ void lanes_backward(const T* g, const T* saved, const Dims& d, bool causal, T sc
       Vec<T>* ds_i = ds + i * Tkp;
       // dW_i, then dS_i, over the visible keys only: key j's gradients read rows i >= j.
       dots<T>(grad_out + i * Dp, keep.v, n, Dp, ds_i);
-      Vec<T> dot{};
-      for (int64_t j = 0; j < n; ++j) dot += ds_i[j] * w_i[j];
-      for (int64_t j = 0; j < n; ++j) ds_i[j] = scale * w_i[j] * (ds_i[j] - dot);
+      softmax_backward_row(w_i, ds_i, ds_i, n, 1, scale);
       weighted_sum<T>(ds_i, 1, keep.k, 0, n, Dp, row);  // dQ_i
       T* dq_row[L];
       for (int64_t lane = 0; lane < group.count; ++lane)
@@ -324,17 +322,19 @@ void lanes_backward(const T* g, const T* saved, const Dims& d, bool causal, T sc
   });
 }
 
-template bool lanes_fit<float>(const Dims&);
-template bool lanes_fit<double>(const Dims&);
-template int64_t lanes_saved_size<float>(const Dims&);
-template int64_t lanes_saved_size<double>(const Dims&);
-template void lanes_forward<float>(const Operands<const float>&, const Dims&, const MaskView&,
-                                   float, float*, float*, float*);
-template void lanes_forward<double>(const Operands<const double>&, const Dims&, const MaskView&,
-                                    double, double*, double*, double*);
-template void lanes_backward<float>(const float*, const float*, const Dims&, bool, float,
-                                    const Operands<float>&);
-template void lanes_backward<double>(const double*, const double*, const Dims&, bool, double,
-                                     const Operands<double>&);
+template bool attention_lanes_fit<float>(const AttentionDims&);
+template bool attention_lanes_fit<double>(const AttentionDims&);
+template int64_t attention_lanes_saved_size<float>(const AttentionDims&);
+template int64_t attention_lanes_saved_size<double>(const AttentionDims&);
+template void attention_lanes_forward<float>(const AttentionOperands<const float>&,
+                                             const AttentionDims&, const AttentionMask&, float,
+                                             float*, float*, float*);
+template void attention_lanes_forward<double>(const AttentionOperands<const double>&,
+                                              const AttentionDims&, const AttentionMask&, double,
+                                              double*, double*, double*);
+template void attention_lanes_backward<float>(const float*, const float*, const AttentionDims&,
+                                              bool, float, const AttentionOperands<float>&);
+template void attention_lanes_backward<double>(const double*, const double*, const AttentionDims&,
+                                               bool, double, const AttentionOperands<double>&);
 
-}  // namespace gradlab::attention
+}  // namespace gradlab::kernels

@@ -1,4 +1,4 @@
-#include "autograd/gemm.h"
+#include "autograd/kernels/gemm.h"
 
 #include <omp.h>
 
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/simd.h"
+#include "autograd/kernels/simd.h"
 
 namespace gradlab::kernels {
 namespace {

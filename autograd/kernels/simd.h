@@ -1,7 +1,7 @@
 // SIMD vectors as GCC vector types, at the width of the target's registers (AVX-512, AVX or
 // SSE), and the few operations on them that the compiler does not derive from scalar code:
-// partial loads and stores, and the register transpose of a square block. Internal to
-// autograd/ (the GEMM and fused attention).
+// partial loads and stores, a sum across lanes, and the register transpose of a square block.
+// Internal to autograd/ (the GEMM, the lane attention kernel, the row kernels and GELU).
 #pragma once
 
 #if defined(__AVX512F__)
@@ -41,21 +41,24 @@ void store(T* p, Vec<T> v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-// The first `count` (< kLanes) elements of p as a vector, the rest zero; and the first `count`
-// lanes of v stored to p. AVX-512 has masked loads and stores for this; elsewhere the lanes go
-// through a small buffer. Lane-by-lane access to a vector keeps it in memory: a GEMM tile's
-// accumulators stayed on the stack that way.
+// The first `count` (< kLanes) elements of p as a vector, the other lanes `fill`; and the first
+// `count` lanes of v stored to p. AVX-512 has masked loads and stores for this; elsewhere the
+// lanes go through a small buffer. Lane-by-lane access to a vector keeps it in memory: a GEMM
+// tile's accumulators stayed on the stack that way.
 template <class T>
-Vec<T> load_partial(const T* p, int64_t count) {
+Vec<T> load_partial(const T* p, int64_t count, T fill = 0) {
 #if defined(__AVX512F__)
   const auto mask = static_cast<uint16_t>((1u << count) - 1);
+  const Vec<T> rest = Vec<T>{} + fill;
   if constexpr (sizeof(T) == 4) {
-    return reinterpret_cast<Vec<T>>(_mm512_maskz_loadu_ps(mask, p));
+    return reinterpret_cast<Vec<T>>(_mm512_mask_loadu_ps(reinterpret_cast<__m512>(rest), mask, p));
   } else {
-    return reinterpret_cast<Vec<T>>(_mm512_maskz_loadu_pd(static_cast<uint8_t>(mask), p));
+    return reinterpret_cast<Vec<T>>(
+        _mm512_mask_loadu_pd(reinterpret_cast<__m512d>(rest), static_cast<uint8_t>(mask), p));
   }
 #else
-  T lanes[kLanes<T>] = {};
+  T lanes[kLanes<T>];
+  std::fill_n(lanes, kLanes<T>, fill);
   std::copy_n(p, count, lanes);
   return load<T>(lanes);
 #endif

@@ -80,6 +80,7 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, Generator&
   out_proj =
       register_module("out_proj", std::make_shared<Linear>(d_model_, d_model_, gen, config.bias));
   drop_ = register_module("attn_drop", std::make_shared<Dropout>(config.dropout, dropout_gen));
+  qkv_proj_ = std::make_unique<StackedLinear>(std::vector{q_proj, k_proj, v_proj});
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionMasks& masks) const {
@@ -128,10 +129,7 @@ AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
     if (query.same(key_value)) {
       // Self-attention projects X once by the three weights stacked: one GEMM forward and one
       // backward instead of three each, and no sum of three gradients for X.
-      const Tensor weight = concat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);
-      const Tensor bias =
-          q_proj->bias.defined() ? concat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : Tensor();
-      const Tensor qkv = linear(query, weight, bias);  // [B, T, (H + 2 KV) * D]
+      const Tensor qkv = qkv_proj_->forward(query);  // [B, T, (H + 2 KV) * D]
       fused = fused_attention_packed(reshape(qkv, {B, Tq, H + 2 * KV, D}), H, KV, spec, scale,
                                      need_weights);
     } else {

@@ -14,7 +14,8 @@
 //
 // Without a trace, dropout or an additive mask, the fused kernel (autograd/attention.h) computes
 // the same thing without the transposed copies; in self-attention (key_value is query itself)
-// X is projected once by the three weights stacked, still three named parameters.
+// X is projected once by the three weights stacked (StackedLinear), still three named
+// parameters.
 //
 // A query row whose keys are all masked has weights of 0 everywhere, so its attention result
 // (before W_O, which then adds its bias) is 0 and no gradient flows through it: never NaN.
@@ -25,6 +26,7 @@
 
 #include "autograd/indices.h"
 #include "nn/layers.h"
+#include "nn/stacked_linear.h"
 
 namespace gradlab::nn {
 
@@ -90,6 +92,7 @@ class MultiHeadAttention : public Module {
 
   int64_t d_model_, num_heads_, num_kv_heads_, head_dim_;
   std::shared_ptr<Dropout> drop_;
+  std::unique_ptr<StackedLinear> qkv_proj_;  // q_proj, k_proj, v_proj as one product
 };
 
 }  // namespace gradlab::nn

@@ -10,43 +10,57 @@
 namespace gradlab::nn {
 namespace {
 
-// One boolean mask [B, H, Tq, Tk] (true = masked) from the causal flag, the key padding mask
-// and the boolean attention mask; nullopt when nothing is masked.
-std::optional<Mask> combined_mask(const AttentionMasks& masks, int64_t batch, int64_t heads,
-                                  int64_t tq, int64_t tk) {
-  if (!masks.causal && !masks.key_padding_mask && !masks.attn_mask) return std::nullopt;
-  const Shape full{batch, heads, tq, tk};
-  if (masks.key_padding_mask && masks.key_padding_mask->shape != Shape{batch, tk}) {
-    throw ShapeError("MultiHeadAttention: key_padding_mask " +
-                     to_string(masks.key_padding_mask->shape) +
-                     " does not match [B, Tk] = " + to_string({batch, tk}));
-  }
-  Shape attn_strides;
-  if (masks.attn_mask) {
-    if (broadcast_shapes("MultiHeadAttention", masks.attn_mask->shape, full) != full) {
-      throw ShapeError("MultiHeadAttention: attn_mask " + to_string(masks.attn_mask->shape) +
-                       " does not broadcast to [B, H, Tq, Tk] = " + to_string(full));
-    }
-    attn_strides = broadcast_strides(masks.attn_mask->shape, full);
-  }
-  Mask mask(full, std::vector<uint8_t>(numel(full), 0));
-  int64_t i = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t h = 0; h < heads; ++h) {
-      for (int64_t q = 0; q < tq; ++q) {
-        for (int64_t k = 0; k < tk; ++k, ++i) {
-          bool masked = masks.causal && k > q;
-          if (masks.key_padding_mask) masked = masked || masks.key_padding_mask->values[b * tk + k];
-          if (masks.attn_mask) {
-            masked = masked || masks.attn_mask->values[b * attn_strides[0] + h * attn_strides[1] +
-                                                       q * attn_strides[2] + k * attn_strides[3]];
-          }
-          mask.values[i] = masked;
-        }
-      }
-    }
+// [Tq, Tk], true where key j comes after query i.
+Mask causal_mask(int64_t tq, int64_t tk) {
+  Mask mask({tq, tk}, std::vector<uint8_t>(tq * tk, 0));
+  for (int64_t i = 0; i < tq; ++i) {
+    for (int64_t j = i + 1; j < tk; ++j) mask.values[i * tk + j] = 1;
   }
   return mask;
+}
+
+// scores [B, H, Tq, Tk] with -inf wherever a key is hidden from a query (softmax then gives it
+// weight 0), plus the additive mask. Each mask keeps its own shape and broadcasts.
+Tensor masked(Tensor scores, const AttentionMasks& masks) {
+  constexpr double minus_inf = -std::numeric_limits<double>::infinity();
+  const int64_t B = scores.size(0), Tq = scores.size(2), Tk = scores.size(3);
+  if (masks.causal) scores = masked_fill(scores, causal_mask(Tq, Tk), minus_inf);  // [Tq, Tk]
+  if (masks.key_padding_mask) {
+    // [B, Tk] read as [B, 1, 1, Tk]: the same keys are padding for every head and query.
+    const Mask padding({B, 1, 1, Tk}, masks.key_padding_mask->values);
+    scores = masked_fill(scores, padding, minus_inf);
+  }
+  if (masks.attn_mask) scores = masked_fill(scores, *masks.attn_mask, minus_inf);
+  if (masks.additive_mask.defined()) scores = scores + masks.additive_mask;
+  return scores;
+}
+
+// Whether NumPy's rule (axes aligned on the right) broadcasts shape to target, unchanged.
+bool broadcasts_to(const Shape& shape, const Shape& target) {
+  if (shape.size() > target.size()) return false;
+  const size_t skipped = target.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1 && shape[i] != target[skipped + i]) return false;
+  }
+  return true;
+}
+
+// scores_shape: [B, H, Tq, Tk].
+void check_masks(const AttentionMasks& masks, const Shape& scores_shape) {
+  const Shape keys{scores_shape[0], scores_shape[3]};  // [B, Tk]
+  if (masks.key_padding_mask && masks.key_padding_mask->shape != keys) {
+    throw ShapeError("MultiHeadAttention: key_padding_mask " +
+                     to_string(masks.key_padding_mask->shape) +
+                     " does not match [B, Tk] = " + to_string(keys));
+  }
+  auto check_broadcast = [&](const char* name, const Shape& shape) {
+    if (!broadcasts_to(shape, scores_shape)) {
+      throw ShapeError(std::string("MultiHeadAttention: ") + name + " " + to_string(shape) +
+                       " does not broadcast to [B, H, Tq, Tk] = " + to_string(scores_shape));
+    }
+  };
+  if (masks.attn_mask) check_broadcast("attn_mask", masks.attn_mask->shape);
+  if (masks.additive_mask.defined()) check_broadcast("additive_mask", masks.additive_mask.shape());
 }
 
 }  // namespace
@@ -115,6 +129,8 @@ AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
   }
   const int64_t B = query.size(0), Tq = query.size(1), Tk = key_value.size(1);
   const int64_t H = num_heads_, KV = num_kv_heads_, G = H / KV, D = head_dim_;
+  // Checked once here, for both paths; each reads the masks as they are.
+  check_masks(masks, {B, H, Tq, Tk});
 
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   const bool dropout_active = drop_->p > 0 && drop_->is_training();
@@ -157,12 +173,7 @@ AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
   const Tensor scores = reshape(matmul(q_groups, k_t), {B, H, Tq, Tk});  // [B, H, Tq, Tk]
   const Tensor scaled = scores * scale;
 
-  Tensor logits = scaled;
-  if (const auto mask = combined_mask(masks, B, H, Tq, Tk)) {
-    logits = masked_fill(logits, *mask, -std::numeric_limits<double>::infinity());
-  }
-  if (masks.additive_mask.defined()) logits = logits + masks.additive_mask;
-  const Tensor weights = softmax(logits, -1);  // along Tk: each query spreads 1 over the keys
+  const Tensor weights = softmax(masked(scaled, masks), -1);  // along Tk: each query spreads 1
   const Tensor dropped = drop_->forward(weights);
 
   const Tensor v_groups = reshape(v_heads, {B, KV, 1, Tk, D});

@@ -38,6 +38,9 @@ struct AttentionConfig {
   double dropout = 0.0;      // on the attention weights, in training mode
 };
 
+// Which keys each query may read. Checked once per call against its sizes; both paths then read
+// these fields as they are (the fused kernel through an AttentionMaskSpec pointing at them), and
+// no combined copy is made.
 struct AttentionMasks {
   bool causal = false;                   // query i sees keys j <= i
   std::optional<Mask> key_padding_mask;  // [B, Tk], true = padding, never attended
@@ -75,6 +78,7 @@ class MultiHeadAttention : public Module {
   // As above, also returning the weights; fills *trace with every step when given. Without
   // dropout, trace or additive mask this runs the fused kernel (autograd/attention.h); with
   // any of them, the composed ops, step by step as in the seeds.
+  // Throws ShapeError if the inputs are not [B, T, C] or a mask does not fit [B, H, Tq, Tk].
   AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key_value,
                                        const AttentionMasks& masks = {},
                                        AttentionTrace* trace = nullptr) const;

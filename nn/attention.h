@@ -90,9 +90,16 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
 
  private:
-  // forward_with_weights; without need_weights the fused kernel may leave the weights out.
+  // The seeds' steps, one op each.
+  AttentionOutput attend_composed(const Tensor& query, const Tensor& key_value,
+                                  const AttentionMasks& masks, AttentionTrace* trace) const;
+  // Checks the inputs and masks, then picks a path; without need_weights the fused kernel may
+  // leave the weights out.
   AttentionOutput attend(const Tensor& query, const Tensor& key_value, const AttentionMasks& masks,
                          AttentionTrace* trace, bool need_weights) const;
+  // What attend_composed computes, by the fused kernel.
+  AttentionOutput attend_fused(const Tensor& query, const Tensor& key_value,
+                               const AttentionMasks& masks, bool need_weights) const;
 
   int64_t d_model_, num_heads_, num_kv_heads_, head_dim_;
   std::shared_ptr<Dropout> drop_;

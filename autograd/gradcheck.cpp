@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "autograd/elementwise.h"
 #include "autograd/graph.h"
@@ -46,15 +47,17 @@ GradcheckReport gradcheck_tensors(const std::function<Tensor()>& fn, const std::
     r.shape = input.shape();
     const Tensor analytic =
         input.grad().defined() ? input.grad() : Tensor::zeros(input.shape(), DType::Float64);
-    double* v = input.data<double>();
+    // A fresh writable pointer for every write: each changes input's version, so that values a
+    // module keeps from it (nn::StackedLinear's stacked weight) are derived again.
+    auto set = [&input](int64_t i, double value) { input.data<double>()[i] = value; };
     double worst = -1;
     for (int64_t i = 0; i < input.numel(); ++i) {
-      const double saved = v[i];
-      v[i] = saved + options.eps;
+      const double saved = std::as_const(input).data<double>()[i];
+      set(i, saved + options.eps);
       const double plus = objective(fn()).item();
-      v[i] = saved - options.eps;
+      set(i, saved - options.eps);
       const double minus = objective(fn()).item();
-      v[i] = saved;
+      set(i, saved);
       const double numeric = (plus - minus) / (2 * options.eps);
       const double a = analytic.data<double>()[i];
       const double abs_error = std::abs(a - numeric);

@@ -1,6 +1,7 @@
 // Aligned tensor buffers, recycled through a size-keyed pool.
 #include "autograd/storage.h"
 
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -76,12 +77,24 @@ Pool& pool() {
   return *instance;
 }
 
+// Stamps come from one counter shared by all buffers: a buffer that takes a freed one's place
+// (same address, from the pool) still gets stamps its predecessor never had.
+uint64_t next_version() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 }  // namespace
 
-Storage::Storage(size_t bytes) : data_(pool().acquire(bucket_size(bytes))), bytes_(bytes) {}
+Storage::Storage(size_t bytes)
+    : data_(pool().acquire(bucket_size(bytes))), bytes_(bytes), version_(next_version()) {}
 
 Storage::~Storage() {
   pool().release(data_, bucket_size(bytes_));
+}
+
+void Storage::mark_written() {
+  version_.store(next_version(), std::memory_order_relaxed);
 }
 
 StorageStats storage_stats() {

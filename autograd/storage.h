@@ -7,6 +7,7 @@
 // the machines this was tuned on), and glibc returns large blocks to the system on free.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -23,9 +24,17 @@ class Storage {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
 
+  // A stamp that changes whenever the contents may have been written (see mark_written) and
+  // that no other buffer ever carries, so a value derived from this buffer and kept with the
+  // stamp it had is still valid while the stamp is unchanged.
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  // Called before the contents are written: Tensor does it when it hands out a writable pointer.
+  void mark_written();
+
  private:
   void* data_;
   size_t bytes_;
+  std::atomic<uint64_t> version_;
 };
 
 struct StorageStats {

@@ -163,6 +163,7 @@ void Tensor::copy_from(const Tensor& src) {
                      " differs from destination shape " + to_string(shape()));
   }
   check_same_dtype("copy_from", dtype(), src.dtype());
+  node_->storage->mark_written();
   std::memcpy(node_->storage->data(), src.node_->storage->data(),
               static_cast<size_t>(numel()) * dtype_size(dtype()));
 }
@@ -173,6 +174,10 @@ void Tensor::set_data(const Tensor& src) {
   node_->dtype = src.dtype();
   node_->storage = src.node_->storage;
   node_->grad = Tensor();
+}
+
+uint64_t Tensor::version() const {
+  return node_->storage->version();
 }
 
 bool Tensor::requires_grad() const {

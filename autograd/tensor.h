@@ -57,11 +57,17 @@ class Tensor {
   int64_t numel() const;
   DType dtype() const;
 
-  // Raw row-major data; throws DTypeError if T does not match dtype().
+  // Raw row-major data; throws DTypeError if T does not match dtype(). The writable form
+  // changes version(): take a fresh pointer for writes that follow a use of the values.
   template <class T>
   T* data();
   template <class T>
   const T* data() const;
+  // Changes whenever the values may have changed (a writable data<T>() pointer was handed out,
+  // copy_from, set_data) and never repeats, even across tensors: a value derived from this
+  // tensor and kept with its version (a module's cache) is still valid while it is the same.
+  // Handles sharing storage (detach, reshape) share the version.
+  uint64_t version() const;
 
   // The single value of a one-element tensor, as double.
   double item() const;
@@ -166,6 +172,7 @@ struct Node {
 template <class T>
 T* Tensor::data() {
   check_dtype(dtype_of<T>());
+  node_->storage->mark_written();
   return static_cast<T*>(node_->storage->data());
 }
 

@@ -1,4 +1,6 @@
-// Multi-head attention as a composition of differentiable ops: no hand-written backward.
+// Multi-head attention. First the seeds' steps as composed ops (attend_composed: no hand-written
+// backward), then the dispatcher that checks the inputs once and picks a path, then the fused
+// path, which computes the same in one op (autograd/attention.h) and is tested against it.
 #include "nn/attention.h"
 
 #include <cmath>
@@ -10,46 +12,166 @@
 namespace gradlab::nn {
 namespace {
 
-// One boolean mask [B, H, Tq, Tk] (true = masked) from the causal flag, the key padding mask
-// and the boolean attention mask; nullopt when nothing is masked.
-std::optional<Mask> combined_mask(const AttentionMasks& masks, int64_t batch, int64_t heads,
-                                  int64_t tq, int64_t tk) {
-  if (!masks.causal && !masks.key_padding_mask && !masks.attn_mask) return std::nullopt;
-  const Shape full{batch, heads, tq, tk};
-  if (masks.key_padding_mask && masks.key_padding_mask->shape != Shape{batch, tk}) {
-    throw ShapeError("MultiHeadAttention: key_padding_mask " +
-                     to_string(masks.key_padding_mask->shape) +
-                     " does not match [B, Tk] = " + to_string({batch, tk}));
-  }
-  Shape attn_strides;
-  if (masks.attn_mask) {
-    if (broadcast_shapes("MultiHeadAttention", masks.attn_mask->shape, full) != full) {
-      throw ShapeError("MultiHeadAttention: attn_mask " + to_string(masks.attn_mask->shape) +
-                       " does not broadcast to [B, H, Tq, Tk] = " + to_string(full));
-    }
-    attn_strides = broadcast_strides(masks.attn_mask->shape, full);
-  }
-  Mask mask(full, std::vector<uint8_t>(numel(full), 0));
-  int64_t i = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t h = 0; h < heads; ++h) {
-      for (int64_t q = 0; q < tq; ++q) {
-        for (int64_t k = 0; k < tk; ++k, ++i) {
-          bool masked = masks.causal && k > q;
-          if (masks.key_padding_mask) masked = masked || masks.key_padding_mask->values[b * tk + k];
-          if (masks.attn_mask) {
-            masked = masked || masks.attn_mask->values[b * attn_strides[0] + h * attn_strides[1] +
-                                                       q * attn_strides[2] + k * attn_strides[3]];
-          }
-          mask.values[i] = masked;
-        }
-      }
-    }
+// a [B, H, M, K] @ b [B, KV, K, N] -> [B, H, M, N], query head h using K/V head h / (H / KV).
+// With grouped K/V heads (KV < H) the H / KV query heads of a group get an axis of their own,
+// over which b's head broadcasts.
+Tensor per_head_matmul(const Tensor& a, const Tensor& b) {
+  const int64_t B = a.size(0), H = a.size(1), M = a.size(2), K = a.size(3);
+  const int64_t KV = b.size(1), N = b.size(3);
+  if (KV == H) return matmul(a, b);
+  const Tensor grouped = matmul(reshape(a, {B, KV, H / KV, M, K}), reshape(b, {B, KV, 1, K, N}));
+  return reshape(grouped, {B, H, M, N});
+}
+
+// [Tq, Tk], true where key j comes after query i.
+Mask causal_mask(int64_t tq, int64_t tk) {
+  Mask mask({tq, tk}, std::vector<uint8_t>(tq * tk, 0));
+  for (int64_t i = 0; i < tq; ++i) {
+    for (int64_t j = i + 1; j < tk; ++j) mask.values[i * tk + j] = 1;
   }
   return mask;
 }
 
+// scores [B, H, Tq, Tk] with -inf wherever a key is hidden from a query (softmax then gives it
+// weight 0), plus the additive mask. Each mask keeps its own shape and broadcasts.
+Tensor masked(Tensor scores, const AttentionMasks& masks) {
+  constexpr double minus_inf = -std::numeric_limits<double>::infinity();
+  const int64_t B = scores.size(0), Tq = scores.size(2), Tk = scores.size(3);
+  if (masks.causal) scores = masked_fill(scores, causal_mask(Tq, Tk), minus_inf);  // [Tq, Tk]
+  if (masks.key_padding_mask) {
+    // [B, Tk] read as [B, 1, 1, Tk]: the same keys are padding for every head and query.
+    const Mask padding({B, 1, 1, Tk}, masks.key_padding_mask->values);
+    scores = masked_fill(scores, padding, minus_inf);
+  }
+  if (masks.attn_mask) scores = masked_fill(scores, *masks.attn_mask, minus_inf);
+  if (masks.additive_mask.defined()) scores = scores + masks.additive_mask;
+  return scores;
+}
+
 }  // namespace
+
+AttentionOutput MultiHeadAttention::attend_composed(const Tensor& query, const Tensor& key_value,
+                                                    const AttentionMasks& masks,
+                                                    AttentionTrace* trace) const {
+  const int64_t B = query.size(0), Tq = query.size(1), Tk = key_value.size(1);
+  const int64_t H = num_heads_, KV = num_kv_heads_, D = head_dim_;
+
+  // Project first: each head reads its own learned subspace of X, not a slice of X.
+  const Tensor q = q_proj->forward(query);      // [B, Tq, H*D]
+  const Tensor k = k_proj->forward(key_value);  // [B, Tk, KV*D]
+  const Tensor v = v_proj->forward(key_value);  // [B, Tk, KV*D]
+
+  // Split the last axis into heads, then move the heads beside the batch axis.
+  const Tensor q_heads = transpose(reshape(q, {B, Tq, H, D}), 1, 2);   // [B, H, Tq, D]
+  const Tensor k_heads = transpose(reshape(k, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
+  const Tensor v_heads = transpose(reshape(v, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
+
+  // Every query against every key, per head; scaled so that the scores' spread does not grow
+  // with D.
+  const Tensor scores = per_head_matmul(q_heads, transpose(k_heads, -2, -1));  // [B, H, Tq, Tk]
+  const Tensor scaled = scores * (1.0 / std::sqrt(static_cast<double>(D)));
+
+  // Softmax along Tk: each query spreads a weight of 1 over the keys it may see.
+  const Tensor weights = softmax(masked(scaled, masks), -1);  // [B, H, Tq, Tk]
+  const Tensor dropped = drop_->forward(weights);
+
+  // The weighted sum of the values, the heads side by side again, and W_O to mix them.
+  const Tensor heads = per_head_matmul(dropped, v_heads);                 // [B, H, Tq, D]
+  const Tensor concat = reshape(transpose(heads, 1, 2), {B, Tq, H * D});  // [B, Tq, C]
+  const Tensor output = out_proj->forward(concat);                        // [B, Tq, C]
+
+  if (trace) {
+    *trace = {q, k, v, q_heads, k_heads, v_heads, scores, scaled, weights, heads, concat, output};
+  }
+  return {output, weights};
+}
+
+namespace {
+
+void check_inputs(const Tensor& query, const Tensor& key_value, int64_t d_model) {
+  for (const Tensor* t : {&query, &key_value}) {
+    if (t->rank() != 3 || t->size(-1) != d_model) {
+      throw ShapeError("MultiHeadAttention: " + std::string(t == &query ? "query " : "key_value ") +
+                       to_string(t->shape()) + " is not [B, T, C] with C = d_model " +
+                       std::to_string(d_model));
+    }
+  }
+  if (query.size(0) != key_value.size(0)) {
+    throw ShapeError("MultiHeadAttention: batch sizes differ: query " + to_string(query.shape()) +
+                     ", key_value " + to_string(key_value.shape()));
+  }
+}
+
+// Whether NumPy's rule (axes aligned on the right) broadcasts shape to target, unchanged.
+bool broadcasts_to(const Shape& shape, const Shape& target) {
+  if (shape.size() > target.size()) return false;
+  const size_t skipped = target.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1 && shape[i] != target[skipped + i]) return false;
+  }
+  return true;
+}
+
+// scores_shape: [B, H, Tq, Tk].
+void check_masks(const AttentionMasks& masks, const Shape& scores_shape) {
+  const Shape keys{scores_shape[0], scores_shape[3]};  // [B, Tk]
+  if (masks.key_padding_mask && masks.key_padding_mask->shape != keys) {
+    throw ShapeError("MultiHeadAttention: key_padding_mask " +
+                     to_string(masks.key_padding_mask->shape) +
+                     " does not match [B, Tk] = " + to_string(keys));
+  }
+  auto check_broadcast = [&](const char* name, const Shape& shape) {
+    if (!broadcasts_to(shape, scores_shape)) {
+      throw ShapeError(std::string("MultiHeadAttention: ") + name + " " + to_string(shape) +
+                       " does not broadcast to [B, H, Tq, Tk] = " + to_string(scores_shape));
+    }
+  };
+  if (masks.attn_mask) check_broadcast("attn_mask", masks.attn_mask->shape);
+  if (masks.additive_mask.defined()) check_broadcast("additive_mask", masks.additive_mask.shape());
+}
+
+}  // namespace
+
+AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& key_value,
+                                           const AttentionMasks& masks, AttentionTrace* trace,
+                                           bool need_weights) const {
+  check_inputs(query, key_value, d_model_);
+  check_masks(masks, {query.size(0), num_heads_, query.size(1), key_value.size(1)});
+  // The fused kernel keeps no intermediates, has no dropout and reads only boolean masks.
+  const bool dropout_active = drop_->p > 0 && drop_->is_training();
+  if (trace || dropout_active || masks.additive_mask.defined()) {
+    return attend_composed(query, key_value, masks, trace);
+  }
+  return attend_fused(query, key_value, masks, need_weights);
+}
+
+AttentionOutput MultiHeadAttention::attend_fused(const Tensor& query, const Tensor& key_value,
+                                                 const AttentionMasks& masks,
+                                                 bool need_weights) const {
+  const int64_t B = query.size(0), Tq = query.size(1), Tk = key_value.size(1);
+  const int64_t H = num_heads_, KV = num_kv_heads_, D = head_dim_;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const AttentionMaskSpec spec{
+      .causal = masks.causal,
+      .key_padding = masks.key_padding_mask ? &*masks.key_padding_mask : nullptr,
+      .attn_mask = masks.attn_mask ? &*masks.attn_mask : nullptr};
+  // The kernel reads the heads where the projections put them ([B, T, H, D]): no transposes.
+  FusedAttention fused;
+  if (query.same(key_value)) {
+    // Self-attention: one product by the three weights stacked, whose output is the buffer
+    // fused_attention_packed reads; its gradient comes back in the same layout, so backward
+    // is one product too, with no sum of three gradients for X.
+    const Tensor qkv = qkv_proj_->forward(query);  // [B, T, (H + 2 KV) * D]
+    fused = fused_attention_packed(reshape(qkv, {B, Tq, H + 2 * KV, D}), H, KV, spec, scale,
+                                   need_weights);
+  } else {
+    fused = fused_attention(reshape(q_proj->forward(query), {B, Tq, H, D}),
+                            reshape(k_proj->forward(key_value), {B, Tk, KV, D}),
+                            reshape(v_proj->forward(key_value), {B, Tk, KV, D}), spec, scale,
+                            need_weights);
+  }
+  return {out_proj->forward(reshape(fused.output, {B, Tq, H * D})), fused.weights};
+}
 
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, Generator& gen,
                                        std::shared_ptr<Generator> dropout_gen)
@@ -80,6 +202,7 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, Generator&
   out_proj =
       register_module("out_proj", std::make_shared<Linear>(d_model_, d_model_, gen, config.bias));
   drop_ = register_module("attn_drop", std::make_shared<Dropout>(config.dropout, dropout_gen));
+  qkv_proj_ = std::make_unique<StackedLinear>(std::vector{q_proj, k_proj, v_proj});
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionMasks& masks) const {
@@ -96,87 +219,6 @@ AttentionOutput MultiHeadAttention::forward_with_weights(const Tensor& query,
                                                          const AttentionMasks& masks,
                                                          AttentionTrace* trace) const {
   return attend(query, key_value, masks, trace, true);
-}
-
-AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& key_value,
-                                           const AttentionMasks& masks, AttentionTrace* trace,
-                                           bool need_weights) const {
-  for (const Tensor* t : {&query, &key_value}) {
-    if (t->rank() != 3 || t->size(-1) != d_model_) {
-      throw ShapeError("MultiHeadAttention: " + std::string(t == &query ? "query " : "key_value ") +
-                       to_string(t->shape()) + " is not [B, T, C] with C = d_model " +
-                       std::to_string(d_model_));
-    }
-  }
-  if (query.size(0) != key_value.size(0)) {
-    throw ShapeError("MultiHeadAttention: batch sizes differ: query " + to_string(query.shape()) +
-                     ", key_value " + to_string(key_value.shape()));
-  }
-  const int64_t B = query.size(0), Tq = query.size(1), Tk = key_value.size(1);
-  const int64_t H = num_heads_, KV = num_kv_heads_, G = H / KV, D = head_dim_;
-
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const bool dropout_active = drop_->p > 0 && drop_->is_training();
-  if (!trace && !dropout_active && !masks.additive_mask.defined()) {
-    // The fused kernel reads the heads in place ([B, T, H, D]) and computes the same thing as
-    // the composed ops below, which it is tested against.
-    const AttentionMaskSpec spec{
-        .causal = masks.causal,
-        .key_padding = masks.key_padding_mask ? &*masks.key_padding_mask : nullptr,
-        .attn_mask = masks.attn_mask ? &*masks.attn_mask : nullptr};
-    FusedAttention fused;
-    if (query.same(key_value)) {
-      // Self-attention projects X once by the three weights stacked: one GEMM forward and one
-      // backward instead of three each, and no sum of three gradients for X.
-      const Tensor weight = concat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);
-      const Tensor bias =
-          q_proj->bias.defined() ? concat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : Tensor();
-      const Tensor qkv = linear(query, weight, bias);  // [B, T, (H + 2 KV) * D]
-      fused = fused_attention_packed(reshape(qkv, {B, Tq, H + 2 * KV, D}), H, KV, spec, scale,
-                                     need_weights);
-    } else {
-      fused = fused_attention(reshape(q_proj->forward(query), {B, Tq, H, D}),
-                              reshape(k_proj->forward(key_value), {B, Tk, KV, D}),
-                              reshape(v_proj->forward(key_value), {B, Tk, KV, D}), spec, scale,
-                              need_weights);
-    }
-    return {out_proj->forward(reshape(fused.output, {B, Tq, H * D})), fused.weights};
-  }
-
-  // Project first: each head reads its own learned subspace of X.
-  const Tensor q = q_proj->forward(query);      // [B, Tq, H*D]
-  const Tensor k = k_proj->forward(key_value);  // [B, Tk, KV*D]
-  const Tensor v = v_proj->forward(key_value);  // [B, Tk, KV*D]
-
-  // The composed path, step by step.
-  const Tensor q_heads = transpose(reshape(q, {B, Tq, H, D}), 1, 2);   // [B, H, Tq, D]
-  const Tensor k_heads = transpose(reshape(k, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
-  const Tensor v_heads = transpose(reshape(v, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
-
-  // The G query heads of a group share one K/V head: an axis of size 1 broadcasts it.
-  const Tensor q_groups = reshape(q_heads, {B, KV, G, Tq, D});
-  const Tensor k_t = reshape(transpose(k_heads, -2, -1), {B, KV, 1, D, Tk});
-  const Tensor scores = reshape(matmul(q_groups, k_t), {B, H, Tq, Tk});  // [B, H, Tq, Tk]
-  const Tensor scaled = scores * scale;
-
-  Tensor logits = scaled;
-  if (const auto mask = combined_mask(masks, B, H, Tq, Tk)) {
-    logits = masked_fill(logits, *mask, -std::numeric_limits<double>::infinity());
-  }
-  if (masks.additive_mask.defined()) logits = logits + masks.additive_mask;
-  const Tensor weights = softmax(logits, -1);  // along Tk: each query spreads 1 over the keys
-  const Tensor dropped = drop_->forward(weights);
-
-  const Tensor v_groups = reshape(v_heads, {B, KV, 1, Tk, D});
-  const Tensor heads =
-      reshape(matmul(reshape(dropped, {B, KV, G, Tq, Tk}), v_groups), {B, H, Tq, D});
-  const Tensor concat = reshape(transpose(heads, 1, 2), {B, Tq, H * D});  // [B, Tq, C]
-  const Tensor output = out_proj->forward(concat);                        // [B, Tq, C]
-
-  if (trace) {
-    *trace = {q, k, v, q_heads, k_heads, v_heads, scores, scaled, weights, heads, concat, output};
-  }
-  return {output, weights};
 }
 
 }  // namespace gradlab::nn

@@ -14,7 +14,8 @@
 //
 // Without a trace, dropout or an additive mask, the fused kernel (autograd/attention.h) computes
 // the same thing without the transposed copies; in self-attention (key_value is query itself)
-// X is projected once by the three weights stacked, still three named parameters.
+// X is projected once by the three weights stacked (StackedLinear), still three named
+// parameters.
 //
 // A query row whose keys are all masked has weights of 0 everywhere, so its attention result
 // (before W_O, which then adds its bias) is 0 and no gradient flows through it: never NaN.
@@ -25,6 +26,7 @@
 
 #include "autograd/indices.h"
 #include "nn/layers.h"
+#include "nn/stacked_linear.h"
 
 namespace gradlab::nn {
 
@@ -36,6 +38,9 @@ struct AttentionConfig {
   double dropout = 0.0;      // on the attention weights, in training mode
 };
 
+// Which keys each query may read. Checked once per call against its sizes; both paths then read
+// these fields as they are (the fused kernel through an AttentionMaskSpec pointing at them), and
+// no combined copy is made.
 struct AttentionMasks {
   bool causal = false;                   // query i sees keys j <= i
   std::optional<Mask> key_padding_mask;  // [B, Tk], true = padding, never attended
@@ -73,6 +78,7 @@ class MultiHeadAttention : public Module {
   // As above, also returning the weights; fills *trace with every step when given. Without
   // dropout, trace or additive mask this runs the fused kernel (autograd/attention.h); with
   // any of them, the composed ops, step by step as in the seeds.
+  // Throws ShapeError if the inputs are not [B, T, C] or a mask does not fit [B, H, Tq, Tk].
   AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key_value,
                                        const AttentionMasks& masks = {},
                                        AttentionTrace* trace = nullptr) const;
@@ -84,12 +90,20 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
 
  private:
-  // forward_with_weights; without need_weights the fused kernel may leave the weights out.
+  // The seeds' steps, one op each.
+  AttentionOutput attend_composed(const Tensor& query, const Tensor& key_value,
+                                  const AttentionMasks& masks, AttentionTrace* trace) const;
+  // Checks the inputs and masks, then picks a path; without need_weights the fused kernel may
+  // leave the weights out.
   AttentionOutput attend(const Tensor& query, const Tensor& key_value, const AttentionMasks& masks,
                          AttentionTrace* trace, bool need_weights) const;
+  // What attend_composed computes, by the fused kernel.
+  AttentionOutput attend_fused(const Tensor& query, const Tensor& key_value,
+                               const AttentionMasks& masks, bool need_weights) const;
 
   int64_t d_model_, num_heads_, num_kv_heads_, head_dim_;
   std::shared_ptr<Dropout> drop_;
+  std::unique_ptr<StackedLinear> qkv_proj_;  // q_proj, k_proj, v_proj as one product
 };
 
 }  // namespace gradlab::nn

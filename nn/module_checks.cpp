@@ -112,6 +112,18 @@ std::vector<ModuleCheck> make_checks() {
   checks.push_back(attention_check("MQA cross", "B=2 Tq=5 Tk=7 C=12 H=3 KV=1 D=4",
                                    {.d_model = 12, .num_heads = 3, .num_kv_heads = 1}, {2, 5, 12},
                                    7, {}));
+  // An additive mask sends a call down the composed path (the seeds' steps, one op each).
+  Generator additive_gen(3);
+  AttentionMasks composed_cross = cross_padding;
+  composed_cross.additive_mask = Tensor::randn({5, 7}, additive_gen, DType::Float64);  // [Tq, Tk]
+  AttentionMasks composed_gqa = causal;
+  composed_gqa.additive_mask =
+      Tensor::randn({4, 1, 5}, additive_gen, DType::Float64);  // [H, 1, Tk]
+  checks.push_back(attention_check("MHA composed cross", "B=2 Tq=5 Tk=7 C=12 H=3 D=4", mha,
+                                   {2, 5, 12}, 7, composed_cross));
+  checks.push_back(attention_check("GQA composed", "B=3 T=5 C=24 H=4 KV=2 D=6",
+                                   {.d_model = 24, .num_heads = 4, .num_kv_heads = 2}, {3, 5, 24},
+                                   5, composed_gqa));
 
   for (const bool pre_norm : {true, false}) {
     checks.push_back(

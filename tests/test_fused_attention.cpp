@@ -145,6 +145,37 @@ INSTANTIATE_TEST_SUITE_P(
              true}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// A mask that does not fit [B, H, Tq, Tk] is refused before either path runs, with the same
+// message whichever path the call would have taken.
+TEST(AttentionMasks, AreCheckedOnceTheSameWayOnBothPaths) {
+  Generator gen(10);
+  MultiHeadAttention attn({.d_model = 12, .num_heads = 3}, gen);
+  const Tensor query = Tensor::randn({2, 5, 12}, gen);
+  const Tensor key_value = Tensor::randn({2, 7, 12}, gen);
+  AttentionMasks wrong_padding;  // [B, Tq] instead of [B, Tk]
+  wrong_padding.key_padding_mask = Mask({2, 5}, std::vector<uint8_t>(10, 0));
+  AttentionMasks wrong_attn_mask;  // Tq and Tk swapped
+  wrong_attn_mask.attn_mask = Mask({7, 5}, std::vector<uint8_t>(35, 0));
+  AttentionMasks growing_additive;  // would broadcast the scores up to rank 5
+  growing_additive.additive_mask = Tensor::zeros({4, 1, 1, 5, 7});
+  const std::pair<const AttentionMasks*, std::string> cases[] = {
+      {&wrong_padding, "key_padding_mask [2,5] does not match [B, Tk] = [2,7]"},
+      {&wrong_attn_mask, "attn_mask [7,5] does not broadcast to [B, H, Tq, Tk] = [2,3,5,7]"},
+      {&growing_additive,
+       "additive_mask [4,1,1,5,7] does not broadcast to [B, H, Tq, Tk] = [2,3,5,7]"}};
+  for (const auto& [masks, message] : cases) {
+    for (const bool composed : {false, true}) {
+      AttentionTrace trace;
+      try {
+        attn.forward_with_weights(query, key_value, *masks, composed ? &trace : nullptr);
+        ADD_FAILURE() << "expected ShapeError: " << message;
+      } catch (const ShapeError& e) {
+        EXPECT_EQ(std::string(e.what()), "MultiHeadAttention: " + message);
+      }
+    }
+  }
+}
+
 // The cases above reach both kernels: short sequences the lane kernel, kLongKeys the GEMM one.
 TEST(FusedAttention, KernelChoiceFollowsSequenceLength) {
   const kernels::AttentionDims short_keys{2, 5, 7, 3, 3, 4}, long_keys{2, 5, kLongKeys, 3, 3, 4};

@@ -10,6 +10,7 @@
 #include <numbers>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -332,6 +333,41 @@ TEST(TensorConvert, CopyFromKeepsIdentity) {
 
   EXPECT_THROW(p.copy_from(Tensor::zeros({3, 2})), ShapeError);
   EXPECT_THROW(p.copy_from(Tensor::zeros({2, 3}, DType::Float64)), DTypeError);
+}
+
+// The version tells a cache of values derived from a tensor whether they may be stale.
+TEST(TensorVersion, ChangesWithEveryWayOfWriting) {
+  Tensor p = Tensor::zeros({2, 3});
+  const Tensor same_storage = reshape(p.detach(), {3, 2});
+  uint64_t seen = p.version();
+  auto changed = [&] {
+    const bool moved = p.version() != seen;
+    seen = p.version();
+    return moved;
+  };
+
+  // Reading changes nothing, whether through a const pointer, at(), or an op.
+  EXPECT_EQ(std::as_const(p).data<float>()[0], 0);
+  EXPECT_EQ(p.at({1, 2}), 0);
+  EXPECT_EQ((p * 2.0).at({0, 0}), 0);
+  EXPECT_FALSE(changed());
+
+  p.data<float>()[0] = 1;  // a writable pointer
+  EXPECT_TRUE(changed());
+  p.copy_from(Tensor::ones({2, 3}));
+  EXPECT_TRUE(changed());
+  Tensor writer = same_storage;
+  writer.data<float>()[1] = 5;  // another handle on the same storage
+  EXPECT_TRUE(changed());
+  EXPECT_EQ(same_storage.version(), p.version());
+
+  // set_data gives p a buffer whose version no other buffer ever had, even one that takes a
+  // freed buffer's place in the pool.
+  const uint64_t before = p.version();
+  p.set_data(Tensor::zeros({2, 3}, DType::Float64));
+  EXPECT_TRUE(changed());
+  p.set_data(Tensor::zeros({2, 3}));
+  EXPECT_NE(p.version(), before);
 }
 
 // --- allclose ----------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ namespace {
 
 using namespace gradlab;
 using namespace gradlab::cli;
+using namespace gradlab::train;
 using Parser = int (*)(const std::vector<std::string>&);
 
 [[noreturn]] void bug(const std::string& what) {

@@ -38,6 +38,9 @@ class CodePoints {
         values_);
   }
   auto& values() { return values_; }
+  size_t size() const {
+    return std::visit([](const auto& v) { return v.size(); }, values_);
+  }
 
  private:
   template <class T>
@@ -68,11 +71,18 @@ Tokens to_ids(auto& code_points, const std::vector<uint32_t>& id_of) {
   }
 }
 
+// "'é' (U+00E9)": a character as a message shows it, readable even when it is invisible.
+std::string describe_character(char32_t c) {
+  char code[16];
+  std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(c));
+  return "'" + encode_utf8(c) + "' (" + code + ")";
+}
+
 }  // namespace
 
 char32_t decode_utf8(std::string_view text, size_t& offset) {
   const auto invalid = [&] {
-    return ConfigError("invalid UTF-8 at byte " + format_number(offset));
+    return InvalidUtf8("invalid UTF-8 at byte " + format_number(offset));
   };
   const auto lead = static_cast<unsigned char>(text[offset]);
   const int length = sequence_length(lead);
@@ -160,10 +170,7 @@ std::vector<int64_t> Vocabulary::encode(std::string_view text) const {
     const char32_t c = decode_utf8(text, offset);
     const auto it = std::lower_bound(symbols_.begin(), symbols_.end(), c);
     if (it == symbols_.end() || *it != c) {
-      char code[16];
-      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(c));
-      throw ConfigError("character '" + encode_utf8(c) + "' (" + code +
-                        ") is not in the model's vocabulary");
+      throw ConfigError("character " + describe_character(c) + " is not in the model's vocabulary");
     }
     tokens.push_back(it - symbols_.begin());
   }
@@ -180,6 +187,13 @@ std::string Vocabulary::decode(int64_t token) const {
 }
 
 TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer, double val_fraction)
+    : TextCorpus(path, tokenizer, nullptr, val_fraction) {}
+
+TextCorpus::TextCorpus(const std::string& path, const Vocabulary& vocabulary, double val_fraction)
+    : TextCorpus(path, vocabulary.kind(), &vocabulary, val_fraction) {}
+
+TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer,
+                       const Vocabulary* fixed, double val_fraction)
     : path_(path) {
   const auto fail = [&](const std::string& problem) { return ConfigError(path + ": " + problem); };
   if (tokenizer != "char" && tokenizer != "byte") {
@@ -207,7 +221,11 @@ TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer, do
     tokens_ = std::move(bytes);
   } else {
     CodePoints code_points;
-    std::vector<bool> present(Vocabulary::kMaxCharacters, false);
+    std::vector<bool> present(Vocabulary::kMaxCharacters, false), known;
+    if (fixed) {
+      known = present;
+      for (char32_t c : fixed->code_points()) known[c] = true;
+    }
     std::string carry;    // an incomplete sequence at the end of the last block
     size_t consumed = 0;  // bytes of the file before `carry`
     while (in) {
@@ -218,11 +236,16 @@ TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer, do
         while (offset < text.size()) {
           const int length = sequence_length(static_cast<unsigned char>(text[offset]));
           if (length > 0 && offset + length > text.size() && in) break;  // ends in the next block
+          const size_t at = offset;
           const char32_t c = decode_utf8(text, offset);
+          if (fixed && !known[c]) {
+            throw fail("character " + describe_character(c) + " at byte " +
+                       format_number(consumed + at) + " is not in the model's vocabulary");
+          }
           present[c] = true;
           code_points.push(c);
         }
-      } catch (const ConfigError&) {
+      } catch (const InvalidUtf8&) {
         throw fail("invalid UTF-8 at byte " + format_number(consumed + offset) +
                    " (--tokenizer byte reads any file)");
       }
@@ -231,14 +254,15 @@ TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer, do
     }
     std::vector<char32_t> symbols;
     std::vector<uint32_t> id_of(Vocabulary::kMaxCharacters, 0);
-    for (char32_t c = 0; c < present.size(); ++c) {
-      if (present[c]) {
+    const std::vector<bool>& vocabulary_set = fixed ? known : present;
+    for (char32_t c = 0; c < vocabulary_set.size(); ++c) {
+      if (vocabulary_set[c]) {
         id_of[c] = static_cast<uint32_t>(symbols.size());
         symbols.push_back(c);
       }
     }
-    if (symbols.empty()) throw fail("is empty");
-    vocabulary_ = Vocabulary::characters(symbols);
+    if (code_points.size() == 0) throw fail("is empty");
+    vocabulary_ = fixed ? *fixed : Vocabulary::characters(symbols);
     const int64_t vocabulary = vocabulary_.size();
     std::visit(
         [&](auto& values) {
@@ -312,10 +336,20 @@ Indices TextCorpus::validation_windows(uint64_t seed, int64_t count, int64_t len
 
 Indices TextCorpus::validation_all(int64_t length) const {
   require_windows(length);
-  std::vector<int64_t> starts;
-  for (int64_t start = train_size_; start + length < size(); start += length) {
-    starts.push_back(start);
+  return consecutive_windows(train_size_, length);
+}
+
+Indices TextCorpus::all_windows(int64_t length) const {
+  if (size() < length + 1) {
+    throw ConfigError(path_ + ": has " + format_number(size()) +
+                      " tokens, fewer than --context + 1 = " + format_number(length + 1));
   }
+  return consecutive_windows(0, length);
+}
+
+Indices TextCorpus::consecutive_windows(int64_t begin, int64_t length) const {
+  std::vector<int64_t> starts;
+  for (int64_t start = begin; start + length < size(); start += length) starts.push_back(start);
   return windows(starts, length);
 }
 

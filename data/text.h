@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "autograd/error.h"
 #include "autograd/indices.h"
 
 namespace gradlab::data {
@@ -38,6 +39,7 @@ class Vocabulary {
   int64_t size() const { return kind_ == "byte" ? 256 : static_cast<int64_t>(symbols_.size()); }
   // The symbols as UTF-8 (char: the code points in token order; byte: empty).
   std::string serialize() const;
+  const std::vector<char32_t>& code_points() const { return symbols_; }  // char only
 
   // Token ids of text. Throws ConfigError naming the first character that is not in the
   // vocabulary, or the byte offset of invalid UTF-8 (char).
@@ -50,8 +52,13 @@ class Vocabulary {
   std::vector<char32_t> symbols_;  // char: code point of each token, ascending
 };
 
+// Bytes that are not UTF-8.
+struct InvalidUtf8 : ConfigError {
+  using ConfigError::ConfigError;
+};
+
 // Decodes the UTF-8 sequence at text[offset]; returns its code point and advances offset.
-// Throws ConfigError naming the byte offset for an invalid or truncated sequence.
+// Throws InvalidUtf8 naming the byte offset for an invalid or truncated sequence.
 char32_t decode_utf8(std::string_view text, size_t& offset);
 // The UTF-8 bytes of a code point.
 std::string encode_utf8(char32_t code_point);
@@ -61,6 +68,9 @@ class TextCorpus {
   // Reads and tokenizes path. Throws ConfigError naming the file: missing, a directory,
   // unreadable, empty, invalid UTF-8 (char: where, and that --tokenizer byte takes any file).
   TextCorpus(const std::string& path, const std::string& tokenizer, double val_fraction);
+  // The same file read with a model's vocabulary (to resume or evaluate on any text); a
+  // character outside it is an error naming the character and its byte offset.
+  TextCorpus(const std::string& path, const Vocabulary& vocabulary, double val_fraction);
 
   const Vocabulary& vocabulary() const { return vocabulary_; }
   const std::string& path() const { return path_; }
@@ -81,9 +91,17 @@ class TextCorpus {
   // The whole validation split as consecutive non-overlapping windows [N, length + 1] (each
   // window's last token is the next one's first, so every token is predicted once).
   Indices validation_all(int64_t length) const;
+  // The whole file in the same consecutive windows. Throws ConfigError naming the file if it
+  // is shorter than length + 1 tokens.
+  Indices all_windows(int64_t length) const;
 
  private:
+  TextCorpus(const std::string& path, const std::string& tokenizer, const Vocabulary* fixed,
+             double val_fraction);
   Indices windows(const std::vector<int64_t>& starts, int64_t length) const;
+  // Windows from `begin` to the end of the file, each starting at the last token of the one
+  // before.
+  Indices consecutive_windows(int64_t begin, int64_t length) const;
 
   std::string path_;
   Vocabulary vocabulary_;

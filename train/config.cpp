@@ -7,6 +7,7 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "data/text.h"
 
 namespace gradlab::train {
 namespace {
@@ -19,7 +20,7 @@ void check(bool ok, const std::string& message) {
 
 std::vector<ConfigField> config_fields(RunConfig& c) {
   return {
-      {"task", &c.task.name, "task: copy, reverse, sort or recall"},
+      {"task", &c.task.name, "task: copy, reverse, sort, recall, or text (with --data)"},
       {"length", &c.task.length, "data tokens per sample (recall: key-value pairs)"},
       {"symbols", &c.task.num_symbols, "number of data symbols (vocabulary = symbols + 2)"},
       {"model", &c.model, "decoder (decoder-only) or seq2seq (encoder-decoder)"},
@@ -54,12 +55,19 @@ std::vector<ConfigField> config_fields(RunConfig& c) {
       {"threads", &c.threads, "OpenMP threads for every kernel", false},
       {"save-every", &c.save_every, "save a checkpoint every N steps (0: only at the end)"},
       {"keep", &c.keep, "step checkpoints to keep"},
+      {"data", &c.data, "--task text: the text file to model", true, true},
+      {"tokenizer", &c.tokenizer, "--task text: char (Unicode characters) or byte", true, true},
+      {"context", &c.context, "--task text: tokens the model reads at once", true, true},
+      {"val-fraction", &c.val_fraction, "--task text: the end of the file held out", true, true},
+      {"eval-iters", &c.eval_iters, "--task text: validation windows per evaluation", true, true},
+      {"eval-full", &c.eval_full, "--task text: evaluate on the whole validation split", true,
+       true},
   };
 }
 
 const std::vector<std::string>& resumable_options() {
-  static const std::vector<std::string> keys{"steps", "eval-every", "save-every",     "keep",
-                                             "out",   "threads",    "target-accuracy"};
+  static const std::vector<std::string> keys{"steps", "eval-every", "save-every",      "keep",
+                                             "out",   "threads",    "target-accuracy", "data"};
   return keys;
 }
 
@@ -74,7 +82,29 @@ void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::st
   }
 }
 
-void finalize(RunConfig& c) {
+namespace {
+
+// The task's vocabulary size and the positions the model needs for it.
+std::pair<int64_t, int64_t> task_sizes(const RunConfig& c) {
+  if (c.task.name == "text") {
+    check(!c.data.empty(), "--task text needs --data FILE");
+    check(c.context > 0 && c.context <= (1 << 20),
+          "--context must be in [1, 2^20], got " + format_number(c.context));
+    check(c.val_fraction > 0 && c.val_fraction < 1,
+          "--val-fraction must be in (0, 1), got " + format_number(c.val_fraction));
+    check(c.eval_iters > 0, "--eval-iters must be positive, got " + format_number(c.eval_iters));
+    int64_t vocabulary = 0;
+    try {
+      vocabulary = data::Vocabulary::deserialize(c.tokenizer, c.vocabulary).size();
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--tokenizer: ") + e.what());
+    }
+    try {
+      return {vocabulary, nn::positions_for_windows(c.model, c.context)};
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--model: ") + e.what());
+    }
+  }
   check(c.task.length <= (1 << 20) && c.task.num_symbols <= (1 << 20),
         "--length and --symbols must be at most 2^20, got " + format_number(c.task.length) +
             " and " + format_number(c.task.num_symbols));
@@ -85,13 +115,18 @@ void finalize(RunConfig& c) {
       throw ConfigError(std::string("--task/--length/--symbols: ") + e.what());
     }
   }();
-  const int64_t positions = [&] {
-    try {
-      return nn::positions_needed(c.model, task.prompt_length(), task.answer_length());
-    } catch (const ConfigError& e) {
-      throw ConfigError(std::string("--model: ") + e.what());
-    }
-  }();
+  try {
+    return {task.vocab_size(),
+            nn::positions_needed(c.model, task.prompt_length(), task.answer_length())};
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("--model: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void finalize(RunConfig& c) {
+  const auto [vocab_size, positions] = task_sizes(c);
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
   check(c.net.num_heads > 0, "--heads must be positive, got " + format_number(c.net.num_heads));
   check(c.net.d_model % c.net.num_heads == 0, "--d-model " + format_number(c.net.d_model) +
@@ -117,7 +152,7 @@ void finalize(RunConfig& c) {
   check(c.save_every >= 0, "--save-every must not be negative, got " + format_number(c.save_every));
   check(c.keep > 0, "--keep must be positive, got " + format_number(c.keep));
 
-  c.net.vocab_size = task.vocab_size();
+  c.net.vocab_size = vocab_size;
   c.net.max_len = positions;
   c.net.seed = c.seed;
   // A model must be buildable and savable: no weight above the checkpoint's 2^28 elements
@@ -160,8 +195,14 @@ std::vector<ConfigEntry> entries_of(const RunConfig& config, bool include_local)
 
 }  // namespace
 
+// The vocabulary is derived from the data, not a flag, and may hold characters a config file
+// cannot (newlines): it is an attribute of /config only.
+constexpr const char* kVocabularyKey = "vocabulary";
+
 std::vector<ConfigEntry> to_entries(const RunConfig& config) {
-  return entries_of(config, false);
+  std::vector<ConfigEntry> entries = entries_of(config, false);
+  if (config.task.name == "text") entries.emplace_back(kVocabularyKey, config.vocabulary);
+  return entries;
 }
 
 RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::string& path) {
@@ -170,7 +211,10 @@ RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::strin
     if (!f.saved) continue;
     const auto it = std::find_if(entries.begin(), entries.end(),
                                  [&](const ConfigEntry& e) { return e.first == f.key; });
-    if (it == entries.end()) throw CheckpointError(path + ": /config/" + f.key + ": missing");
+    if (it == entries.end()) {
+      if (f.optional) continue;
+      throw CheckpointError(path + ": /config/" + f.key + ": missing");
+    }
     std::visit(
         [&]<class P>(P* p) {
           using Stored =
@@ -183,6 +227,16 @@ RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::strin
           *p = static_cast<P>(*value);
         },
         f.value);
+  }
+  if (config.task.name == "text") {
+    const auto it = std::find_if(entries.begin(), entries.end(),
+                                 [](const ConfigEntry& e) { return e.first == kVocabularyKey; });
+    const std::string* symbols =
+        it == entries.end() ? nullptr : std::get_if<std::string>(&it->second);
+    if (!symbols) {
+      throw CheckpointError(path + ": /config/" + kVocabularyKey + ": missing or not a string");
+    }
+    config.vocabulary = *symbols;
   }
   return config;
 }

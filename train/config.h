@@ -32,6 +32,17 @@ struct RunConfig {
   std::string out_dir;     // default runs/<task>-<timestamp>
   int64_t save_every = 0;  // 0: only the final (and best) checkpoint
   int64_t keep = 3;        // step checkpoints kept; older ones are deleted
+
+  // --task text: language modelling on a text file of the user's (data/text.h).
+  std::string data;                // the file
+  std::string tokenizer = "char";  // char | byte
+  int64_t context = 64;            // tokens the model reads: windows of context + 1 tokens
+  double val_fraction = 0.1;       // the file's last tokens, held out
+  int64_t eval_iters = 200;        // validation windows per evaluation (a fixed set)
+  bool eval_full = false;          // evaluate on the whole validation split instead
+  // The char tokenizer's symbols (data::Vocabulary::serialize), set from the file by
+  // load_text_corpus and kept in checkpoints, so a model decodes without its data file.
+  std::string vocabulary;
 };
 
 // One field of a RunConfig: its name (flag, /config attribute and config-file key), a pointer
@@ -42,6 +53,8 @@ struct ConfigField {
   const char* help;
   // Part of a checkpoint's /config; false for a setting of this machine (threads).
   bool saved = true;
+  // May be missing from a checkpoint written before the field existed: it keeps its default.
+  bool optional = false;
 };
 
 // Every field of config, bound to it, in the order of /config.
@@ -53,8 +66,9 @@ const std::vector<std::string>& resumable_options();
 // Copies the fields named by keys (flag names) from `from` into `to`.
 void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::string>& keys);
 
-// Fills the derived fields (vocabulary, positions, schedule sizes) and checks every value;
-// throws ConfigError naming the flag.
+// Fills the derived fields (vocabulary size, positions, schedule sizes) and checks every value;
+// throws ConfigError naming the flag. A text run needs its vocabulary first (load_text_corpus
+// in trainer.h reads it from the file).
 void finalize(RunConfig& config);
 
 // The checkpoint's /config attributes, and back. from_entries throws CheckpointError naming

@@ -14,7 +14,10 @@ struct LoopPolicy {
   int64_t steps = 3000;           // train until trainer.step() reaches this
   int64_t eval_every = 50;        // evaluate every N steps, and at the last step
   double target_accuracy = 0.99;  // stop once held-out exact match reaches it; 0: never
-  // Directory for checkpoints: best.h5 at every new best exact match, step-NNNNNN.h5 every
+  // Which model best.h5 keeps: the highest held-out exact match (toy tasks) or, for a language
+  // model, whose windows are never all right, the lowest held-out loss.
+  bool best_by_loss = false;
+  // Directory for checkpoints: best.h5 at every new best (see best_by_loss), step-NNNNNN.h5 every
   // save_every steps (0: none) and at the end, the newest `keep` of those kept. Empty: no files.
   std::string out_dir;
   int64_t save_every = 0;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "data/text.h"
 #include "nn/sequence_model.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -42,6 +43,36 @@ class TaskData : public DataSource {
   int64_t batch_size_, heldout_size_;
 };
 
+// A text file as a language model reads it: windows of context + 1 tokens, every next token
+// predicted (the model's view with no prompt).
+class TextData : public DataSource {
+ public:
+  enum class Heldout {
+    Windows,          // `count` windows of the validation split at fixed random offsets
+    ValidationSplit,  // the whole validation split, in consecutive windows
+    WholeFile,        // every token of the file, in consecutive windows
+  };
+  TextData(std::shared_ptr<const data::TextCorpus> corpus,
+           std::shared_ptr<const nn::SequenceModel> model, uint64_t seed, int64_t batch_size,
+           int64_t context, Heldout heldout, int64_t count);
+  nn::SequenceBatch training_batch(int64_t step) const override;
+  nn::SequenceBatch heldout() const override;
+
+ private:
+  std::shared_ptr<const data::TextCorpus> corpus_;
+  std::shared_ptr<const nn::SequenceModel> model_;
+  uint64_t seed_;
+  int64_t batch_size_, context_;
+  Heldout heldout_;
+  int64_t count_;
+};
+
+// Reads config.data for a text run: with the vocabulary of config (a resumed or loaded run), or
+// else building it from the file and storing it in config.vocabulary. Throws ConfigError
+// naming the file for a missing, empty or unreadable file, invalid UTF-8, a character outside
+// the vocabulary, or a split shorter than context + 1 tokens.
+std::shared_ptr<const data::TextCorpus> load_text_corpus(RunConfig& config);
+
 struct Metrics {
   double loss = 0;
   double token_accuracy = 0;  // counted positions whose argmax is the target
@@ -57,6 +88,7 @@ struct StepResult {
   double loss = 0;
   double grad_norm = 0;  // global gradient norm before clipping
   double lr = 0;
+  int64_t tokens = 0;  // tokens the model read (source and inputs)
 };
 
 struct TrainerOptions {
@@ -72,8 +104,10 @@ class Trainer {
  public:
   Trainer(std::shared_ptr<nn::SequenceModel> model, std::unique_ptr<Optimizer> optimizer,
           std::shared_ptr<const DataSource> data, TrainerOptions options);
-  // The run a RunConfig describes; config must have been through finalize().
-  explicit Trainer(const RunConfig& config);
+  // The run a RunConfig describes; config must have been through finalize(). A text run reads
+  // its corpus (load_text_corpus) unless it is given.
+  explicit Trainer(const RunConfig& config,
+                   std::shared_ptr<const data::TextCorpus> corpus = nullptr);
 
   nn::SequenceModel& model() { return *model_; }
   int64_t step() const { return step_; }
@@ -86,14 +120,17 @@ class Trainer {
 
   double best_metric() const { return best_metric_; }
   int64_t best_step() const { return best_step_; }
-  void record_metric(double metric);  // updates the best so far
+  // Updates the best so far with an evaluation's score (higher is better; fit passes the exact
+  // match, or the negated loss).
+  void record_metric(double metric);
 
   CheckpointData checkpoint() const;
   // Restores model, optimizer and loop state from a checkpoint written for this run.
   void restore(const CheckpointData& data, const std::string& path);
 
  private:
-  Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config);
+  Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config,
+          std::shared_ptr<const data::TextCorpus> corpus);
 
   std::shared_ptr<nn::SequenceModel> model_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -107,11 +144,12 @@ class Trainer {
 
 // A run rebuilt from a checkpoint: its configuration, and a trainer holding its parameters,
 // optimizer and loop state. Throws CheckpointError naming the file and the item if anything is
-// missing or mismatched.
+// missing or mismatched. A text run reads its data file, or `text` instead when given, whose
+// every token is then the held-out set (to score a model on any text).
 struct LoadedRun {
   RunConfig config;
   std::unique_ptr<Trainer> trainer;
 };
-LoadedRun load_run(const std::string& checkpoint_path);
+LoadedRun load_run(const std::string& checkpoint_path, const std::string& text = "");
 
 }  // namespace gradlab::train

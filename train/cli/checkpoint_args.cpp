@@ -45,6 +45,10 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
                       std::optional<PromptedRun>& loaded) {
   omp_set_num_threads(static_cast<int>(a.threads));
   train::LoadedRun run = train::load_run(a.checkpoint);
+  if (run.config.task.name == "text") {
+    throw ConfigError(a.checkpoint + ": a language model: " + command +
+                      " reads a toy task's prompt; generate text with gradlab sample");
+  }
   const data::Task task(run.config.task);
   const auto tokens = parse_tokens(a.input);
   if (!tokens) {

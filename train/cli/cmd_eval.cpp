@@ -1,6 +1,8 @@
-// `gradlab eval`: a checkpoint's metrics on its task's held-out set.
+// `gradlab eval`: a checkpoint's metrics on its task's held-out set, or a language model's loss
+// and bits per character on any text.
 #include <omp.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "train/cli/checkpoint_args.h"
@@ -10,10 +12,15 @@
 namespace gradlab::cli {
 namespace {
 
+namespace po = boost::program_options;
+
 constexpr const char* kCaption =
-    "gradlab eval: metrics of a checkpoint on the held-out set\nOptions";
+    "gradlab eval: metrics of a checkpoint on its held-out set, or a language model's loss on "
+    "any text\nOptions";
 
 int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
+  a.options.add_options()("data", po::value(&a.input),
+                          "a language model (--task text): score every token of this file");
   return parse_with_checkpoint("eval", args, a);
 }
 
@@ -28,14 +35,24 @@ int run_eval(const std::vector<std::string>& args) {
   CheckpointArgs a(kCaption);
   if (const int code = parse(args, a); code >= 0) return code;
   omp_set_num_threads(static_cast<int>(a.threads));
-  const train::LoadedRun run = train::load_run(a.checkpoint);
+  const train::LoadedRun run = train::load_run(a.checkpoint, a.input);
   const train::Metrics m = run.trainer->evaluate();
+  const train::RunConfig& config = run.config;
+  if (config.task.name == "text") {
+    std::printf(
+        "checkpoint %s (step %lld, text %s, %s tokens)\nloss %.6f\nbits per %s %.4f\n"
+        "token accuracy %.4f\n",
+        a.checkpoint.c_str(), static_cast<long long>(run.trainer->step()),
+        (a.input.empty() ? config.data + " (validation split)" : a.input).c_str(),
+        config.tokenizer.c_str(), m.loss, config.tokenizer == "char" ? "character" : "byte",
+        m.loss / std::log(2.0), m.token_accuracy);
+    return kExitOk;
+  }
   std::printf(
       "checkpoint %s (step %lld, task %s, %lld held-out sequences)\n"
       "loss %.6f\ntoken accuracy %.4f\nexact match %.4f\n",
-      a.checkpoint.c_str(), static_cast<long long>(run.trainer->step()),
-      run.config.task.name.c_str(), static_cast<long long>(run.config.eval_size), m.loss,
-      m.token_accuracy, m.exact_match);
+      a.checkpoint.c_str(), static_cast<long long>(run.trainer->step()), config.task.name.c_str(),
+      static_cast<long long>(config.eval_size), m.loss, m.token_accuracy, m.exact_match);
   return kExitOk;
 }
 

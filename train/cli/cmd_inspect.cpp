@@ -39,10 +39,13 @@ int run_inspect(const std::vector<std::string>& args) {
   if (int code = parse_inspect(args, a); code >= 0) return code;
   const std::string& path = a.path;
   const train::CheckpointData data = train::read_checkpoint(path);
-  std::printf("%s: step %lld, optimizer step %lld, best exact match %.4f (step %lld)\n\nconfig:\n",
-              path.c_str(), static_cast<long long>(data.train.step),
-              static_cast<long long>(data.optimizer_step), data.train.best_metric,
-              static_cast<long long>(data.train.best_step));
+  std::printf(
+      "%s: step %lld, optimizer step %lld, best evaluation score %.4f (step %lld)\n"
+      "(the held-out exact match; for a language model, minus the held-out loss)\n\n"
+      "config:\n",
+      path.c_str(), static_cast<long long>(data.train.step),
+      static_cast<long long>(data.optimizer_step), data.train.best_metric,
+      static_cast<long long>(data.train.best_step));
   for (const auto& [key, value] : data.config) {
     std::printf("  %-18s %s\n", key.c_str(), train::to_string(value).c_str());
   }

@@ -46,14 +46,14 @@ class MetricsLog {
     if (!out_) throw std::runtime_error("cannot write " + path);
     if (fresh) {
       out_ << "step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,"
-              "tokens_per_second,elapsed_seconds\n";
+              "tokens_per_second,elapsed_seconds,eval_bits_per_token\n";
     }
   }
   void write(int64_t step, const StepResult& r, const Metrics& m, double tokens_per_second,
              double elapsed) {
     out_ << step << ',' << r.loss << ',' << m.loss << ',' << m.token_accuracy << ','
          << m.exact_match << ',' << r.grad_norm << ',' << r.lr << ',' << tokens_per_second << ','
-         << elapsed << '\n';
+         << elapsed << ',' << m.loss / std::log(2.0) << '\n';
     out_.flush();
   }
 
@@ -62,17 +62,26 @@ class MetricsLog {
 };
 
 // Progress: one line rewritten in place on a terminal, one plain line per evaluation otherwise.
+// A language model's line shows the held-out loss in bits per token; a toy task's, accuracy.
 class Progress {
  public:
-  explicit Progress(int64_t total) : total_(total), tty_(isatty(STDOUT_FILENO)) {}
+  Progress(int64_t total, bool language_model)
+      : total_(total), language_model_(language_model), tty_(isatty(STDOUT_FILENO)) {}
   void update(int64_t step, const StepResult& r, const Metrics* m, double tokens_per_second,
               double eta) {
     if (!tty_ && !m) return;
     if (m) last_ = *m;
-    std::printf("%sstep %lld/%lld  loss %.4f  acc %.1f%%  exact %.1f%%  %.0f tok/s  ETA %.0fs%s",
-                tty_ ? "\r\033[K" : "", static_cast<long long>(step),
-                static_cast<long long>(total_), r.loss, 100 * last_.token_accuracy,
-                100 * last_.exact_match, tokens_per_second, eta, tty_ ? "" : "\n");
+    char held_out[96];
+    if (language_model_) {
+      std::snprintf(held_out, sizeof held_out, "val %.4f (%.3f bits/token)", last_.loss,
+                    last_.loss / std::log(2.0));
+    } else {
+      std::snprintf(held_out, sizeof held_out, "acc %.1f%%  exact %.1f%%",
+                    100 * last_.token_accuracy, 100 * last_.exact_match);
+    }
+    std::printf("%sstep %lld/%lld  loss %.4f  %s  %.0f tok/s  ETA %.0fs%s", tty_ ? "\r\033[K" : "",
+                static_cast<long long>(step), static_cast<long long>(total_), r.loss, held_out,
+                tokens_per_second, eta, tty_ ? "" : "\n");
     std::fflush(stdout);
   }
   void finish() {
@@ -81,7 +90,7 @@ class Progress {
 
  private:
   int64_t total_;
-  bool tty_;
+  bool language_model_, tty_;
   Metrics last_;
 };
 
@@ -90,13 +99,12 @@ class CliObserver : public Observer {
  public:
   CliObserver(const RunConfig& config, int64_t first_step)
       : metrics_((fs::path(config.out_dir) / "metrics.csv").string()),
-        progress_(config.steps),
-        tokens_per_step_(static_cast<double>(config.batch_size) *
-                         static_cast<double>(data::Task(config.task).sample_length() - 1)),
+        progress_(config.steps, config.task.name == "text"),
         total_steps_(config.steps),
         first_step_(first_step) {}
 
   void on_step(int64_t step, const StepResult& result) override {
+    tokens_ += static_cast<double>(result.tokens);
     measure(step);
     progress_.update(step, result, nullptr, rate_, eta_);
   }
@@ -116,29 +124,30 @@ class CliObserver : public Observer {
   void measure(int64_t step) {
     elapsed_ = seconds_since_start();
     const double done = static_cast<double>(step - first_step_);
-    rate_ = tokens_per_step_ * done / elapsed_;
+    rate_ = tokens_ / elapsed_;
     eta_ = elapsed_ / done * static_cast<double>(total_steps_ - step);
   }
 
   MetricsLog metrics_;
   Progress progress_;
-  double tokens_per_step_;
   int64_t total_steps_, first_step_;
+  double tokens_ = 0;  // read since the start
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   double elapsed_ = 0, rate_ = 0, eta_ = 0;
 };
 
 struct Options {
   RunConfig config;
-  std::string resume;                     // --resume path
-  std::optional<CheckpointData> resumed;  // its contents
+  std::string resume;                              // --resume path
+  std::optional<CheckpointData> resumed;           // its contents
+  std::shared_ptr<const data::TextCorpus> corpus;  // --task text: the file, read once
 };
 
 // Parses flags (and --config FILE); on --resume the checkpoint's configuration is used, with
 // only the resumable flags allowed to change. Returns -1 to go on, or an exit code.
 int parse(const std::vector<std::string>& args, Options& opts) {
   po::options_description options(
-      "gradlab train: train a transformer on a toy task\n"
+      "gradlab train: train a transformer on a toy task or a text file\n"
       "Every flag can also be set in a --config file (key = value lines).\nOptions");
   std::string config_file;
   options.add_options()("help,h", "show this help")("config", po::value(&config_file),
@@ -189,6 +198,7 @@ int parse(const std::vector<std::string>& args, Options& opts) {
     }
   }
   try {
+    if (opts.config.task.name == "text") opts.corpus = load_text_corpus(opts.config);
     finalize(opts.config);
   } catch (const ConfigError& e) {
     return usage_error("train", e.what(), options);
@@ -210,7 +220,7 @@ int run_train(const std::vector<std::string>& args) {
   const RunConfig& config = opts.config;
   omp_set_num_threads(static_cast<int>(config.threads));
 
-  Trainer trainer(config);
+  Trainer trainer(config, opts.corpus);
   if (opts.resumed) trainer.restore(*opts.resumed, opts.resume);
   fs::create_directories(config.out_dir);
   std::ofstream(fs::path(config.out_dir) / "config.ini") << to_config_file(config);
@@ -221,6 +231,7 @@ int run_train(const std::vector<std::string>& args) {
   const LoopPolicy policy{.steps = config.steps,
                           .eval_every = config.eval_every,
                           .target_accuracy = config.target_accuracy,
+                          .best_by_loss = config.task.name == "text",
                           .out_dir = config.out_dir,
                           .save_every = config.save_every,
                           .keep = config.keep};

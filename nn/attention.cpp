@@ -132,6 +132,35 @@ void check_masks(const AttentionMasks& masks, const Shape& scores_shape) {
 
 }  // namespace
 
+Tensor MultiHeadAttention::forward_incremental(const Tensor& x, KVCache& cache) const {
+  check_inputs(x, x, d_model_);
+  const int64_t B = x.size(0), Tn = x.size(1), past = cache.length(), T = past + Tn;
+  const int64_t H = num_heads_, KV = num_kv_heads_, D = head_dim_;
+  if (past > 0 && cache.keys.size(0) != B) {
+    throw ShapeError("MultiHeadAttention: x " + to_string(x.shape()) +
+                     " does not match the cache's batch of " + std::to_string(cache.keys.size(0)));
+  }
+  const Tensor q_heads =
+      transpose(reshape(q_proj->forward(x), {B, Tn, H, D}), 1, 2);  // [B, H, Tn, D]
+  const Tensor k_new =
+      transpose(reshape(k_proj->forward(x), {B, Tn, KV, D}), 1, 2);  // [B, KV, Tn, D]
+  const Tensor v_new = transpose(reshape(v_proj->forward(x), {B, Tn, KV, D}), 1, 2);
+  cache.keys = past > 0 ? concat({cache.keys, k_new}, 2) : k_new;      // [B, KV, T, D]
+  cache.values = past > 0 ? concat({cache.values, v_new}, 2) : v_new;  // [B, KV, T, D]
+
+  const Tensor scores = per_head_matmul(q_heads, transpose(cache.keys, -2, -1));  // [B, H, Tn, T]
+  // New query i sits at position past + i: it sees the keys up to there.
+  Mask later({Tn, T}, std::vector<uint8_t>(Tn * T, 0));
+  for (int64_t i = 0; i < Tn; ++i) {
+    for (int64_t j = past + i + 1; j < T; ++j) later.values[i * T + j] = 1;
+  }
+  const Tensor weights = softmax(masked_fill(scores * (1.0 / std::sqrt(static_cast<double>(D))),
+                                             later, -std::numeric_limits<double>::infinity()),
+                                 -1);                                         // [B, H, Tn, T]
+  const Tensor heads = per_head_matmul(weights, cache.values);                // [B, H, Tn, D]
+  return out_proj->forward(reshape(transpose(heads, 1, 2), {B, Tn, H * D}));  // [B, Tn, C]
+}
+
 AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& key_value,
                                            const AttentionMasks& masks, AttentionTrace* trace,
                                            bool need_weights) const {

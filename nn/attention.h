@@ -64,6 +64,13 @@ struct AttentionOutput {
   Tensor weights;  // [B, H, Tq, Tk], per head (not averaged)
 };
 
+// The keys and values of the tokens a generating model has read so far, per K/V head.
+struct KVCache {
+  Tensor keys;    // [B, KV, T, D]
+  Tensor values;  // [B, KV, T, D]
+  int64_t length() const { return keys.defined() ? keys.size(2) : 0; }
+};
+
 class MultiHeadAttention : public Module {
  public:
   // Throws ConfigError if C is not divisible by H or H by KV.
@@ -82,6 +89,12 @@ class MultiHeadAttention : public Module {
   AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key_value,
                                        const AttentionMasks& masks = {},
                                        AttentionTrace* trace = nullptr) const;
+
+  // Causal self-attention of new tokens x [B, Tn, C], which follow the cache.length() tokens in
+  // `cache`, over those and themselves; appends the new tokens' keys and values to the cache.
+  // The result is what forward(whole sequence, causal) gives at the new positions, at the cost
+  // of the new queries only: for generation, one token at a time.
+  Tensor forward_incremental(const Tensor& x, KVCache& cache) const;
 
   int64_t num_heads() const { return num_heads_; }
   int64_t num_kv_heads() const { return num_kv_heads_; }

@@ -15,10 +15,11 @@ void check_positive(const char* layer, const char* what, int64_t value) {
   }
 }
 
-void check_length(const char* layer, int64_t length, int64_t max_len) {
-  if (length < 0 || length > max_len) {
-    throw ShapeError(std::string(layer) + ": sequence length " + std::to_string(length) +
-                     " exceeds the " + std::to_string(max_len) + " positions it was built for");
+void check_length(const char* layer, int64_t length, int64_t first, int64_t max_len) {
+  if (length < 0 || first < 0 || first + length > max_len) {
+    throw ShapeError(std::string(layer) + ": positions " + std::to_string(first) + " to " +
+                     std::to_string(first + length - 1) + " exceed the " + std::to_string(max_len) +
+                     " positions it was built for");
   }
 }
 
@@ -84,9 +85,9 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t max_len, int6
   }
 }
 
-Tensor SinusoidalPositionalEncoding::forward(int64_t length, DType dtype) const {
-  check_length("SinusoidalPositionalEncoding", length, table_.size(0));
-  return narrow(table_, 0, 0, length).to(dtype);
+Tensor SinusoidalPositionalEncoding::forward(int64_t length, DType dtype, int64_t first) const {
+  check_length("SinusoidalPositionalEncoding", length, first, table_.size(0));
+  return narrow(table_, 0, first, length).to(dtype);
 }
 
 LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t dim,
@@ -97,9 +98,9 @@ LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t 
       register_parameter("weight", Tensor::randn({max_len, dim}, gen, DType::Float32, 0.0, 0.02));
 }
 
-Tensor LearnedPositionalEmbedding::forward(int64_t length) const {
-  check_length("LearnedPositionalEmbedding", length, weight.size(0));
-  return narrow(weight, 0, 0, length);
+Tensor LearnedPositionalEmbedding::forward(int64_t length, int64_t first) const {
+  check_length("LearnedPositionalEmbedding", length, first, weight.size(0));
+  return narrow(weight, 0, first, length);
 }
 
 FeedForward::FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double dropout_p,

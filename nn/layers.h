@@ -52,7 +52,8 @@ class Dropout : public Module {
 class SinusoidalPositionalEncoding : public Module {
  public:
   SinusoidalPositionalEncoding(int64_t max_len, int64_t dim);
-  Tensor forward(int64_t length, DType dtype) const;  // [T, C], no parameters
+  // Positions [first, first + length): [T, C], no parameters.
+  Tensor forward(int64_t length, DType dtype, int64_t first = 0) const;
 
  private:
   Tensor table_;  // [max_len, C], float64
@@ -62,8 +63,8 @@ class SinusoidalPositionalEncoding : public Module {
 class LearnedPositionalEmbedding : public Module {
  public:
   LearnedPositionalEmbedding(int64_t max_len, int64_t dim, Generator& gen);
-  Tensor forward(int64_t length) const;  // [T, C]
-  Tensor weight;                         // [max_len, C]
+  Tensor forward(int64_t length, int64_t first = 0) const;  // positions [first, first + T): [T, C]
+  Tensor weight;                                            // [max_len, C]
 };
 
 // Linear, GELU, Linear (with dropout after the second Linear when p > 0).

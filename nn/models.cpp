@@ -113,10 +113,10 @@ TokenAndPosition::TokenAndPosition(const ModelConfig& config, Generator& gen) {
   }
 }
 
-Tensor TokenAndPosition::forward(const Indices& tokens, DType dtype) const {
+Tensor TokenAndPosition::forward(const Indices& tokens, DType dtype, int64_t first) const {
   const int64_t length = tokens.shape.back();
-  const Tensor positions =
-      position_embedding ? position_embedding->forward(length) : sinusoidal->forward(length, dtype);
+  const Tensor positions = position_embedding ? position_embedding->forward(length, first)
+                                              : sinusoidal->forward(length, dtype, first);
   return token_embedding->forward(tokens) + positions;  // [B, T, C] + [T, C]
 }
 
@@ -139,6 +139,16 @@ Tensor DecoderLM::forward(const Indices& tokens, AttentionMaps* maps) const {
   const Tensor x = embed->forward(tokens, head->weight.dtype());  // [B, T, C]
   const Tensor h = run_blocks(blocks, x, causal, {}, maps ? &maps->decoder_self : nullptr, nullptr);
   return head->forward(ln_f->forward(h));  // [B, T, V]
+}
+
+Tensor DecoderLM::forward_incremental(const Indices& tokens, GenerationCache& cache) const {
+  check_tokens("DecoderLM", tokens);
+  const Tensor x = embed->forward(tokens, head->weight.dtype(), cache.length);  // [B, Tn, C]
+  cache.blocks.resize(blocks.size());
+  Tensor h = x;
+  for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_incremental(h, cache.blocks[i]);
+  cache.length += tokens.shape[1];
+  return head->forward(ln_f->forward(h));  // [B, Tn, V]
 }
 
 SequenceBatch DecoderLM::view(const Indices& samples, int64_t prompt_length) const {

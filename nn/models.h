@@ -14,7 +14,8 @@ namespace gradlab::nn {
 class TokenAndPosition : public Module {
  public:
   TokenAndPosition(const ModelConfig& config, Generator& gen);
-  Tensor forward(const Indices& tokens, DType dtype) const;
+  // tokens [B, T] at positions [first, first + T) -> [B, T, C]
+  Tensor forward(const Indices& tokens, DType dtype, int64_t first = 0) const;
   std::shared_ptr<Embedding> token_embedding;
   std::shared_ptr<LearnedPositionalEmbedding> position_embedding;  // null when sinusoidal
   std::shared_ptr<SinusoidalPositionalEncoding> sinusoidal;        // null when learned
@@ -33,6 +34,7 @@ class DecoderLM : public SequenceModel {
   Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const override;
   std::vector<int64_t> greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
                                      int64_t answer_length) override;
+  Tensor forward_incremental(const Indices& tokens, GenerationCache& cache) const override;
 
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> blocks;

@@ -10,6 +10,7 @@
 
 #include "autograd/indices.h"
 #include "autograd/random.h"
+#include "nn/attention.h"
 #include "nn/module.h"
 
 namespace gradlab::nn {
@@ -29,6 +30,12 @@ struct AttentionMaps {
   std::vector<Tensor> encoder_self;   // encoder-decoder only
   std::vector<Tensor> decoder_self;   // the decoder-only model's blocks, or the decoder's
   std::vector<Tensor> decoder_cross;  // encoder-decoder only: decoder queries, encoder keys
+};
+
+// What a model generating running text has read so far: each block's keys and values.
+struct GenerationCache {
+  std::vector<KVCache> blocks;
+  int64_t length = 0;  // tokens read
 };
 
 struct ModelConfig {
@@ -61,6 +68,12 @@ class SequenceModel : public Module {
   virtual std::vector<int64_t> greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
                                              int64_t answer_length) = 0;
 
+  // Generation of running text: logits [B, Tn, V] of tokens [B, Tn] that follow the
+  // cache.length tokens read before; the cache then holds them too. Equal to forward() on the
+  // whole sequence at those positions. Throws ConfigError for a model that cannot read running
+  // text (the encoder-decoder), ShapeError past its positions.
+  virtual Tensor forward_incremental(const Indices& tokens, GenerationCache& cache) const;
+
   const ModelConfig& config() const { return config_; }
   std::shared_ptr<Generator> dropout_gen;  // the one generator behind every dropout mask
 
@@ -81,6 +94,10 @@ const std::vector<std::string>& model_kinds();
 // Positions the kind's position table needs for samples of these lengths. Throws ConfigError
 // for an unknown kind.
 int64_t positions_needed(const std::string& kind, int64_t prompt_length, int64_t answer_length);
+// Positions the kind needs to read windows of running text, context tokens at a time (samples
+// with no prompt: view(windows [B, context + 1], 0)). Throws ConfigError for a kind that
+// cannot read running text, or an unknown kind.
+int64_t positions_for_windows(const std::string& kind, int64_t context);
 // A new model of the kind, initialised from config.seed. Throws ConfigError for an unknown kind.
 std::shared_ptr<SequenceModel> make_sequence_model(const std::string& kind,
                                                    const ModelConfig& config);

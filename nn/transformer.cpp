@@ -31,6 +31,23 @@ TransformerBlock::TransformerBlock(const BlockConfig& config, Generator& gen,
   drop_ = register_module("drop", std::make_shared<Dropout>(config.dropout, dropout_gen));
 }
 
+Tensor TransformerBlock::sublayer(const Tensor& h, const LayerNorm& norm, const char* name,
+                                  const std::function<Tensor(const Tensor&)>& body) const {
+  if (pre_norm_) return residual_add(h, drop_->forward(body(norm.forward(h))), name);
+  return norm.forward(residual_add(h, drop_->forward(body(h)), name));
+}
+
+Tensor TransformerBlock::forward_incremental(const Tensor& x, KVCache& cache) const {
+  if (cross_attn) {
+    throw ShapeError(
+        "TransformerBlock: generation reads running text; this block has "
+        "cross-attention");
+  }
+  const Tensor h = sublayer(x, *ln1, "attention",
+                            [&](const Tensor& in) { return attn->forward_incremental(in, cache); });
+  return sublayer(h, *ln2, "feed-forward", [&](const Tensor& in) { return ffn->forward(in); });
+}
+
 Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_masks,
                                  const Tensor& memory, const AttentionMasks& memory_masks,
                                  Tensor* self_weights, Tensor* cross_weights) const {
@@ -43,11 +60,6 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_mas
   if (!cross_attn && memory.defined()) {
     throw ShapeError("TransformerBlock: memory given to a block without cross-attention");
   }
-  // One sublayer with its residual, in either LayerNorm placement.
-  auto sublayer = [&](const Tensor& h, const LayerNorm& norm, const char* name, auto&& body) {
-    if (pre_norm_) return residual_add(h, drop_->forward(body(norm.forward(h))), name);
-    return norm.forward(residual_add(h, drop_->forward(body(h)), name));
-  };
   // One attention sublayer's body, keeping its weights when asked.
   auto attend = [](const MultiHeadAttention& attention, const Tensor& query, const Tensor& keys,
                    const AttentionMasks& masks, Tensor* weights) {

@@ -6,6 +6,7 @@
 // (`memory`) between the two, with its own LayerNorm (ln_cross).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "nn/attention.h"
@@ -32,11 +33,19 @@ class TransformerBlock : public Module {
                  const Tensor& memory = Tensor(), const AttentionMasks& memory_masks = {},
                  Tensor* self_weights = nullptr, Tensor* cross_weights = nullptr) const;
 
+  // Generation: the block over new tokens x [B, Tn, C] that follow those in the self-attention
+  // cache (causal, no cross-attention, evaluation mode). Appends to the cache.
+  Tensor forward_incremental(const Tensor& x, KVCache& cache) const;
+
   std::shared_ptr<LayerNorm> ln1, ln_cross, ln2;
   std::shared_ptr<MultiHeadAttention> attn, cross_attn;
   std::shared_ptr<FeedForward> ffn;
 
  private:
+  // h plus body of the sublayer, with its LayerNorm before (pre-LN) or after (post-LN).
+  Tensor sublayer(const Tensor& h, const LayerNorm& norm, const char* name,
+                  const std::function<Tensor(const Tensor&)>& body) const;
+
   bool pre_norm_;
   std::shared_ptr<Dropout> drop_;
 };

@@ -4,7 +4,7 @@
 // or written.
 //
 // Input: argument words separated by '\n'; the first word names the subcommand (gradcheck,
-// explain, train, eval, predict, attention, inspect), e.g. "train\n--steps\n0\n". Inputs with a
+// explain, train, eval, predict, attention, inspect, sample), e.g. "train\n--steps\n0\n". Inputs with a
 // word containing '/' are rejected: the fuzzer runs in a temporary directory holding a small
 // valid checkpoint (ck.h5), a damaged one (bad.h5) and a config file (run.ini), so --resume and
 // --config reach real files, and no other file can be named. (Because of that working directory,
@@ -50,7 +50,7 @@ const std::map<std::string, Parser>& parsers() {
   static const std::map<std::string, Parser> table{
       {"gradcheck", parse_gradcheck}, {"explain", parse_explain}, {"train", parse_train},
       {"eval", parse_eval},           {"predict", parse_predict}, {"attention", parse_attention},
-      {"inspect", parse_inspect},
+      {"inspect", parse_inspect},     {"sample", parse_sample},
   };
   return table;
 }

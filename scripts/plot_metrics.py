@@ -8,7 +8,7 @@ and eval_loss (the held-out loss) on a log scale; the right panel shows the held
 accuracy and exact match in percent. metrics.csv has one row per evaluation, with the header
 
     step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,tokens_per_second,
-    elapsed_seconds
+    elapsed_seconds,eval_bits_per_token
 
 If the run directory also holds config.ini, the title names the task, length and model.
 Needs matplotlib; renders without a display.

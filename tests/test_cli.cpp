@@ -60,8 +60,8 @@ std::string after(const std::string& text, const std::string& marker) {
 const std::vector<std::string> kSmall = {"--length",     "4",  "--d-model",   "32", "--d-ff", "64",
                                          "--batch-size", "16", "--eval-size", "64"};
 
-const std::vector<std::string> kSubcommands = {"train",   "eval",    "predict",  "attention",
-                                               "inspect", "explain", "gradcheck"};
+const std::vector<std::string> kSubcommands = {"train",   "eval",    "predict",   "attention",
+                                               "inspect", "explain", "gradcheck", "sample"};
 
 // A usage error: exit 2, nothing on stdout, and on stderr a first line
 // "gradlab <command>: <reason>" followed by the command's options.
@@ -558,7 +558,7 @@ TEST_F(CliTest, InterruptSavesAResumableCheckpoint) {
 
 constexpr const char* kMetricsHeader =
     "step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,tokens_per_second,"
-    "elapsed_seconds";
+    "elapsed_seconds,eval_bits_per_token";
 
 // The first data row of metrics.csv without the timing columns.
 std::string first_metrics_row(const fs::path& csv) {
@@ -597,7 +597,7 @@ TEST_F(CliTest, RunDirectoryHoldsReusableConfigMetricsAndBest) {
   EXPECT_EQ(csv[0], kMetricsHeader);
   for (size_t i = 1; i < csv.size(); ++i) {
     EXPECT_TRUE(csv[i].starts_with(std::to_string(i) + ",")) << csv[i];
-    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 8) << csv[i];
+    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 9) << csv[i];
   }
   const CommandResult best = run_gradlab({"eval", "--checkpoint", (run / "best.h5").string()});
   EXPECT_EQ(best.exit_code, 0) << best.describe();

@@ -256,16 +256,22 @@ std::shared_ptr<const DataSource> data_source(const RunConfig& config,
       config.eval_iters);
 }
 
+// The configuration a checkpoint was written with, checked as a new run's would be.
+RunConfig checkpoint_config(const CheckpointData& data, const std::string& path) {
+  RunConfig config = from_entries(data.config, path);
+  try {
+    finalize(config);
+  } catch (const ConfigError& e) {
+    throw CheckpointError(path + ": /config: " + e.what());
+  }
+  return config;
+}
+
 }  // namespace
 
 LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) {
   const CheckpointData data = read_checkpoint(checkpoint_path);
-  LoadedRun run{from_entries(data.config, checkpoint_path), nullptr};
-  try {
-    finalize(run.config);
-  } catch (const ConfigError& e) {
-    throw CheckpointError(checkpoint_path + ": /config: " + e.what());
-  }
+  LoadedRun run{checkpoint_config(data, checkpoint_path), nullptr};
   if (!text.empty()) {
     if (run.config.task.name != "text") {
       throw ConfigError(checkpoint_path + ": a " + run.config.task.name +
@@ -285,6 +291,15 @@ LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) 
   }
   run.trainer->restore(data, checkpoint_path);
   return run;
+}
+
+LoadedModel load_model(const std::string& checkpoint_path) {
+  const CheckpointData data = read_checkpoint(checkpoint_path);
+  LoadedModel loaded{checkpoint_config(data, checkpoint_path), nullptr};
+  loaded.model = nn::make_sequence_model(loaded.config.model, loaded.config.net);
+  restore_tensors(checkpoint_path, kModelGroup, data.model, loaded.model->named_parameters());
+  loaded.model->dropout_gen->set_state(data.train.dropout_rng);
+  return loaded;
 }
 
 }  // namespace gradlab::train

@@ -152,4 +152,11 @@ struct LoadedRun {
 };
 LoadedRun load_run(const std::string& checkpoint_path, const std::string& text = "");
 
+// A checkpoint's model alone, parameters restored (no optimizer, no data file): for generation.
+struct LoadedModel {
+  RunConfig config;
+  std::shared_ptr<nn::SequenceModel> model;
+};
+LoadedModel load_model(const std::string& checkpoint_path);
+
 }  // namespace gradlab::train

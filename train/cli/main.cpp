@@ -17,11 +17,12 @@ const std::map<std::string, std::pair<Command, const char*>>& commands() {
   using namespace gradlab::cli;
   static const std::map<std::string, std::pair<Command, const char*>> table{
       {"gradcheck", {run_gradcheck, "check every op's gradient against central differences"}},
-      {"train", {run_train, "train a transformer on a toy task (the main job)"}},
+      {"train", {run_train, "train a transformer on a toy task or a text file (the main job)"}},
       {"eval", {run_eval, "metrics of a checkpoint on the held-out set"}},
       {"predict", {run_predict, "greedy decoding of one prompt with a checkpoint"}},
       {"attention", {run_attention, "attention weights of every layer and head, to HDF5"}},
       {"inspect", {run_inspect, "configuration and parameter table of a checkpoint"}},
+      {"sample", {run_sample, "generate text with a language model checkpoint"}},
       {"explain", {run_explain, "multi-head attention step by step, and its shape walk"}},
   };
   return table;

@@ -1,0 +1,88 @@
+// `gradlab sample`: text from a language model checkpoint, streamed as it is generated.
+#include <omp.h>
+
+#include <cstdio>
+
+#include "autograd/error.h"
+#include "data/text.h"
+#include "nn/generate.h"
+#include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/trainer.h"
+
+namespace gradlab::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+struct SampleArgs {
+  po::options_description options{
+      "gradlab sample: generate text with a language model (a --task text checkpoint)\nOptions"};
+  std::string checkpoint, prompt;
+  nn::SamplingOptions sampling;
+  int64_t threads = 1;
+  po::variables_map vm;
+};
+
+int parse(const std::vector<std::string>& args, SampleArgs& a) {
+  a.options.add_options()("help,h", "show this help")(
+      "checkpoint", po::value(&a.checkpoint)->required(), "checkpoint file (.h5)")(
+      "prompt", po::value(&a.prompt)->default_value("\n", "newline"),
+      "text to continue (its last --context tokens are read)")(
+      "tokens", po::value(&a.sampling.tokens)->default_value(200), "tokens to generate")(
+      "temperature", po::value(&a.sampling.temperature)->default_value(1.0, "1"),
+      "divide the logits by this; 0: greedy")("top-k",
+                                              po::value(&a.sampling.top_k)->default_value(0),
+                                              "draw among the k most likely tokens only (0: all)")(
+      "seed", po::value(&a.sampling.seed)->default_value(0), "seed of the draws")(
+      "no-cache", po::bool_switch(), "re-read the whole window for every token (slower)")(
+      "threads", po::value(&a.threads)->default_value(1), "OpenMP threads");
+  if (const int code = parse_or_usage("sample", args, a.options, a.vm); code >= 0) return code;
+  a.sampling.use_cache = !a.vm["no-cache"].as<bool>();
+  if (a.threads < 1) return usage_error("sample", "--threads must be positive", a.options);
+  if (a.sampling.tokens < 0)
+    return usage_error("sample", "--tokens must not be negative", a.options);
+  if (!(a.sampling.temperature >= 0)) {
+    return usage_error("sample", "--temperature must not be negative", a.options);
+  }
+  if (a.sampling.top_k < 0) return usage_error("sample", "--top-k must not be negative", a.options);
+  if (a.prompt.empty()) return usage_error("sample", "--prompt must not be empty", a.options);
+  return -1;
+}
+
+}  // namespace
+
+int parse_sample(const std::vector<std::string>& args) {
+  SampleArgs a;
+  return parse(args, a);
+}
+
+int run_sample(const std::vector<std::string>& args) {
+  SampleArgs a;
+  if (const int code = parse(args, a); code >= 0) return code;
+  omp_set_num_threads(static_cast<int>(a.threads));
+  const train::LoadedModel loaded = train::load_model(a.checkpoint);
+  const train::RunConfig& config = loaded.config;
+  if (config.task.name != "text") {
+    throw ConfigError(a.checkpoint + ": a " + config.task.name +
+                      " model, not a language model: try gradlab predict");
+  }
+  const data::Vocabulary vocabulary =
+      data::Vocabulary::deserialize(config.tokenizer, config.vocabulary);
+  std::vector<int64_t> prompt;
+  try {
+    prompt = vocabulary.encode(a.prompt);
+  } catch (const ConfigError& e) {
+    return usage_error("sample", std::string("--prompt: ") + e.what(), a.options);
+  }
+  std::fputs(a.prompt.c_str(), stdout);
+  nn::generate(*loaded.model, config.context, prompt, a.sampling,
+               [&](int64_t token, const std::vector<float>&) {
+                 std::fputs(vocabulary.decode(token).c_str(), stdout);
+                 std::fflush(stdout);
+               });
+  std::fputs("\n", stdout);
+  return kExitOk;
+}
+
+}  // namespace gradlab::cli

@@ -49,10 +49,10 @@ Tensor Embedding::forward(const Indices& ids) const {
   return embedding(weight, ids);
 }
 
-LayerNorm::LayerNorm(int64_t dim, double eps_) : eps(eps_) {
+LayerNorm::LayerNorm(int64_t dim, double eps_, bool with_bias) : eps(eps_) {
   check_positive("LayerNorm", "dim", dim);
   weight = register_parameter("weight", Tensor::ones({dim}));
-  bias = register_parameter("bias", Tensor::zeros({dim}));
+  if (with_bias) bias = register_parameter("bias", Tensor::zeros({dim}));
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const {
@@ -104,9 +104,9 @@ Tensor LearnedPositionalEmbedding::forward(int64_t length, int64_t first) const 
 }
 
 FeedForward::FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double dropout_p,
-                         std::shared_ptr<Generator> dropout_gen) {
-  fc1 = register_module("fc1", std::make_shared<Linear>(d_model, d_ff, gen));
-  fc2 = register_module("fc2", std::make_shared<Linear>(d_ff, d_model, gen));
+                         std::shared_ptr<Generator> dropout_gen, bool bias) {
+  fc1 = register_module("fc1", std::make_shared<Linear>(d_model, d_ff, gen, bias));
+  fc2 = register_module("fc2", std::make_shared<Linear>(d_ff, d_model, gen, bias));
   drop = register_module("drop", std::make_shared<Dropout>(dropout_p, std::move(dropout_gen)));
 }
 

@@ -30,9 +30,9 @@ class Embedding : public Module {
 
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(int64_t dim, double eps = 1e-5);
+  explicit LayerNorm(int64_t dim, double eps = 1e-5, bool with_bias = true);
   Tensor forward(const Tensor& x) const;  // over the last axis
-  Tensor weight, bias;
+  Tensor weight, bias;                    // bias undefined when built without one
   double eps;
 };
 
@@ -71,7 +71,7 @@ class LearnedPositionalEmbedding : public Module {
 class FeedForward : public Module {
  public:
   FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double dropout = 0.0,
-              std::shared_ptr<Generator> dropout_gen = nullptr);
+              std::shared_ptr<Generator> dropout_gen = nullptr, bool bias = true);
   Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
   std::shared_ptr<Linear> fc1, fc2;
   std::shared_ptr<Dropout> drop;

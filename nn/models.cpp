@@ -1,6 +1,8 @@
 // The decoder-only and encoder-decoder models.
 #include "nn/models.h"
 
+#include <cmath>
+
 #include "autograd/graph.h"
 #include "autograd/ops.h"
 
@@ -11,7 +13,7 @@ BlockConfig block_config(const ModelConfig& c, bool cross_attention) {
   return {.attention = {.d_model = c.d_model,
                         .num_heads = c.num_heads,
                         .num_kv_heads = c.num_kv_heads,
-                        .bias = true,
+                        .bias = c.bias,
                         .dropout = c.dropout},
           .d_ff = c.d_ff,
           .pre_norm = c.pre_norm,
@@ -23,6 +25,35 @@ void check_tokens(const char* model, const Indices& tokens) {
   if (tokens.shape.size() != 2) {
     throw ShapeError(std::string(model) + ": tokens must be [B, T], got " +
                      to_string(tokens.shape));
+  }
+}
+
+// The logits [..., V] of h [..., C]: the head's own Linear, or with tied embeddings the token
+// embedding matrix itself (logits = h E^T, no bias).
+Tensor to_logits(const Tensor& h, const std::shared_ptr<Linear>& head, const Embedding& tokens) {
+  return head ? head->forward(h) : linear(h, tokens.weight, Tensor());
+}
+
+// The initialisation config.init names, over the default one the constructors drew.
+void initialise(Module& model, const ModelConfig& config, Generator& gen) {
+  if (config.init == "default") return;
+  if (config.init != "gpt2") {
+    throw ConfigError("unknown init '" + config.init + "' (expected default or gpt2)");
+  }
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.num_layers));
+  for (const auto& [name, parameter] : model.named_parameters()) {
+    if (name.find("ln") != std::string::npos && parameter.rank() == 1) continue;  // LayerNorms
+    Tensor value;
+    if (parameter.rank() == 1) {
+      value = Tensor::zeros(parameter.shape(), parameter.dtype());  // biases
+    } else {
+      // The projections that end in a residual addition: each adds to the same stream.
+      const bool residual =
+          name.ends_with("attn.out_proj.weight") || name.ends_with("ffn.fc2.weight");
+      value = Tensor::randn(parameter.shape(), gen, parameter.dtype(), 0.0,
+                            residual ? residual_std : 0.02);
+    }
+    Tensor(parameter).copy_from(value);
   }
 }
 
@@ -128,27 +159,32 @@ DecoderLM::DecoderLM(const ModelConfig& config) : SequenceModel(config) {
         "blocks." + std::to_string(i),
         std::make_shared<TransformerBlock>(block_config(config, false), gen, dropout_gen)));
   }
-  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.d_model));
-  head = register_module("head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.d_model, 1e-5, config.bias));
+  if (!config.tie_embeddings) {
+    head = register_module(
+        "head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen, config.bias));
+  }
+  initialise(*this, config, gen);
 }
 
 Tensor DecoderLM::forward(const Indices& tokens, AttentionMaps* maps) const {
   check_tokens("DecoderLM", tokens);
   AttentionMasks causal;
   causal.causal = true;
-  const Tensor x = embed->forward(tokens, head->weight.dtype());  // [B, T, C]
+  const Tensor x = embed->forward(tokens, embed->token_embedding->weight.dtype());  // [B, T, C]
   const Tensor h = run_blocks(blocks, x, causal, {}, maps ? &maps->decoder_self : nullptr, nullptr);
-  return head->forward(ln_f->forward(h));  // [B, T, V]
+  return to_logits(ln_f->forward(h), head, *embed->token_embedding);  // [B, T, V]
 }
 
 Tensor DecoderLM::forward_incremental(const Indices& tokens, GenerationCache& cache) const {
   check_tokens("DecoderLM", tokens);
-  const Tensor x = embed->forward(tokens, head->weight.dtype(), cache.length);  // [B, Tn, C]
+  const Tensor x =
+      embed->forward(tokens, embed->token_embedding->weight.dtype(), cache.length);  // [B, Tn, C]
   cache.blocks.resize(blocks.size());
   Tensor h = x;
   for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_incremental(h, cache.blocks[i]);
   cache.length += tokens.shape[1];
-  return head->forward(ln_f->forward(h));  // [B, Tn, V]
+  return to_logits(ln_f->forward(h), head, *embed->token_embedding);  // [B, Tn, V]
 }
 
 SequenceBatch DecoderLM::view(const Indices& samples, int64_t prompt_length) const {
@@ -180,19 +216,24 @@ EncoderDecoder::EncoderDecoder(const ModelConfig& config) : SequenceModel(config
         "encoder." + std::to_string(i),
         std::make_shared<TransformerBlock>(block_config(config, false), gen, dropout_gen)));
   }
-  encoder_ln = register_module("encoder_ln", std::make_shared<LayerNorm>(config.d_model));
+  encoder_ln =
+      register_module("encoder_ln", std::make_shared<LayerNorm>(config.d_model, 1e-5, config.bias));
   for (int64_t i = 0; i < config.num_layers; ++i) {
     decoder_blocks.push_back(register_module(
         "decoder." + std::to_string(i),
         std::make_shared<TransformerBlock>(block_config(config, true), gen, dropout_gen)));
   }
-  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.d_model));
-  head = register_module("head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.d_model, 1e-5, config.bias));
+  if (!config.tie_embeddings) {
+    head = register_module(
+        "head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen, config.bias));
+  }
+  initialise(*this, config, gen);
 }
 
 Tensor EncoderDecoder::encode(const Indices& source, AttentionMaps* maps) const {
   check_tokens("EncoderDecoder", source);
-  const Tensor x = embed->forward(source, head->weight.dtype());
+  const Tensor x = embed->forward(source, embed->token_embedding->weight.dtype());
   const Tensor h =
       run_blocks(encoder_blocks, x, {}, {}, maps ? &maps->encoder_self : nullptr, nullptr);
   return encoder_ln->forward(h);  // [B, S, C]
@@ -203,11 +244,11 @@ Tensor EncoderDecoder::decode(const Tensor& memory, const Indices& target_in,
   check_tokens("EncoderDecoder", target_in);
   AttentionMasks causal;
   causal.causal = true;
-  const Tensor y = embed->forward(target_in, head->weight.dtype());
+  const Tensor y = embed->forward(target_in, embed->token_embedding->weight.dtype());
   const Tensor h =
       run_blocks(decoder_blocks, y, causal, memory, maps ? &maps->decoder_self : nullptr,
                  maps ? &maps->decoder_cross : nullptr);
-  return head->forward(ln_f->forward(h));  // [B, T, V]
+  return to_logits(ln_f->forward(h), head, *embed->token_embedding);  // [B, T, V]
 }
 
 Tensor EncoderDecoder::forward(const Indices& source, const Indices& target_in,

@@ -21,7 +21,8 @@ class TokenAndPosition : public Module {
   std::shared_ptr<SinusoidalPositionalEncoding> sinusoidal;        // null when learned
 };
 
-// Token + position embedding, N causal pre-LN blocks, final LayerNorm, linear head (not tied).
+// Token + position embedding, N causal blocks, final LayerNorm, and the output head: a Linear,
+// or the token embedding matrix with tie_embeddings.
 class DecoderLM : public SequenceModel {
  public:
   explicit DecoderLM(const ModelConfig& config);
@@ -39,7 +40,7 @@ class DecoderLM : public SequenceModel {
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> blocks;
   std::shared_ptr<LayerNorm> ln_f;
-  std::shared_ptr<Linear> head;
+  std::shared_ptr<Linear> head;  // null with tied embeddings
 };
 
 // Encoder (self-attention blocks over the source) and decoder (causal self-attention, then
@@ -66,7 +67,7 @@ class EncoderDecoder : public SequenceModel {
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> encoder_blocks, decoder_blocks;
   std::shared_ptr<LayerNorm> encoder_ln, ln_f;
-  std::shared_ptr<Linear> head;
+  std::shared_ptr<Linear> head;  // null with tied embeddings
 };
 
 }  // namespace gradlab::nn

@@ -159,6 +159,21 @@ std::vector<ModuleCheck> make_checks() {
                       const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
                       return check_parameters(model, seed, [&] { return model.forward(tokens); });
                     }});
+  // The GPT-style options: no biases anywhere, the head tied to the token embedding (its
+  // gradient sums the embedding's and the head's), gpt2 initialisation, grouped K/V heads.
+  ModelConfig gpt = tiny;
+  gpt.num_heads = 4;
+  gpt.num_kv_heads = 2;
+  gpt.d_model = 16;
+  gpt.bias = false;
+  gpt.tie_embeddings = true;
+  gpt.init = "gpt2";
+  checks.push_back({"DecoderLM (no bias, tied, gpt2)", "V=7 B=2 T=5 C=16 H=4 KV=2 L=2 F=20",
+                    [gpt](uint64_t seed) {
+                      DecoderLM model(gpt);
+                      const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
+                      return check_parameters(model, seed, [&] { return model.forward(tokens); });
+                    }});
   checks.push_back({"EncoderDecoder", "V=7 B=2 S=5 T=4 C=12 H=3 L=2 F=20", [tiny](uint64_t seed) {
                       EncoderDecoder model(tiny);
                       const Indices source({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});

@@ -49,7 +49,13 @@ struct ModelConfig {
   double dropout = 0.0;
   bool pre_norm = true;
   bool learned_positions = true;  // false: sinusoidal encoding
-  uint64_t seed = 0;              // initialisation; dropout masks draw from seed + 1
+  bool bias = true;               // biases in every Linear and LayerNorm
+  bool tie_embeddings = false;    // the output head is the token embedding matrix (no bias)
+  // "default": Xavier-uniform projections, normal(0, 0.02) embeddings, zero biases; "gpt2":
+  // every weight matrix normal(0, 0.02), the residual output projections (attention W_O and
+  // the second feed-forward Linear) normal(0, 0.02 / sqrt(2 layers)), zero biases.
+  std::string init = "default";
+  uint64_t seed = 0;  // initialisation; dropout masks draw from seed + 1
 };
 
 class SequenceModel : public Module {

@@ -18,16 +18,18 @@ TransformerBlock::TransformerBlock(const BlockConfig& config, Generator& gen,
                                    std::shared_ptr<Generator> dropout_gen)
     : pre_norm_(config.pre_norm) {
   const int64_t c = config.attention.d_model;
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(c));
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(c, 1e-5, config.attention.bias));
   attn = register_module("attn",
                          std::make_shared<MultiHeadAttention>(config.attention, gen, dropout_gen));
   if (config.cross_attention) {
-    ln_cross = register_module("ln_cross", std::make_shared<LayerNorm>(c));
+    ln_cross =
+        register_module("ln_cross", std::make_shared<LayerNorm>(c, 1e-5, config.attention.bias));
     cross_attn = register_module(
         "cross_attn", std::make_shared<MultiHeadAttention>(config.attention, gen, dropout_gen));
   }
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(c));
-  ffn = register_module("ffn", std::make_shared<FeedForward>(c, config.d_ff, gen));
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(c, 1e-5, config.attention.bias));
+  ffn = register_module("ffn", std::make_shared<FeedForward>(c, config.d_ff, gen, 0.0, nullptr,
+                                                             config.attention.bias));
   drop_ = register_module("drop", std::make_shared<Dropout>(config.dropout, dropout_gen));
 }
 

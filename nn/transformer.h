@@ -14,7 +14,7 @@
 namespace gradlab::nn {
 
 struct BlockConfig {
-  AttentionConfig attention;
+  AttentionConfig attention;  // its `bias` also sets the LayerNorm and feed-forward biases
   int64_t d_ff = 256;
   bool pre_norm = true;
   bool cross_attention = false;

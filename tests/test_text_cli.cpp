@@ -113,7 +113,10 @@ TEST(TextCli, AResumedRunIsBitIdenticalToAnUninterruptedOne) {
   TempDir dir;
   const std::string data = write(dir, "corpus.txt", some_text());
   const std::string split = dir.file("split"), straight = dir.file("straight");
-  const std::vector<std::string> flags = with(text_flags(data), {"--dropout", "0.1"});
+  // The GPT-style options too: they must save, load and resume like everything else.
+  const std::vector<std::string> flags =
+      with(text_flags(data), {"--dropout", "0.1", "--bias", "0", "--tie-embeddings", "1", "--init",
+                              "gpt2", "--kv-heads", "1"});
   CommandResult r = run_gradlab(with({"train", "--steps", "30", "--out", split}, flags));
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   r = run_gradlab({"train", "--resume", split + "/step-000030.h5", "--steps", "60"});
@@ -122,6 +125,10 @@ TEST(TextCli, AResumedRunIsBitIdenticalToAnUninterruptedOne) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const CheckpointData a = read_checkpoint(split + "/step-000060.h5");
   const CheckpointData b = read_checkpoint(straight + "/step-000060.h5");
+  for (const auto& [name, tensor] : a.model) {
+    EXPECT_FALSE(name.ends_with(".bias")) << name << " exists with --bias 0";
+    EXPECT_FALSE(name.starts_with("head.")) << name << " exists with tied embeddings";
+  }
   ASSERT_EQ(a.model.size(), b.model.size());
   for (size_t i = 0; i < a.model.size(); ++i) {
     EXPECT_EQ(a.model[i].second.to_vector(), b.model[i].second.to_vector()) << a.model[i].first;

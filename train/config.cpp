@@ -55,6 +55,11 @@ std::vector<ConfigField> config_fields(RunConfig& c) {
       {"threads", &c.threads, "OpenMP threads for every kernel", false},
       {"save-every", &c.save_every, "save a checkpoint every N steps (0: only at the end)"},
       {"keep", &c.keep, "step checkpoints to keep"},
+      {"bias", &c.net.bias, "biases in every Linear and LayerNorm", true, true},
+      {"tie-embeddings", &c.net.tie_embeddings, "the output head shares the token embedding matrix",
+       true, true},
+      {"init", &c.net.init, "default or gpt2 (normal(0, 0.02), scaled residual projections)", true,
+       true},
       {"data", &c.data, "--task text: the text file to model", true, true},
       {"tokenizer", &c.tokenizer, "--task text: char (Unicode characters) or byte", true, true},
       {"context", &c.context, "--task text: tokens the model reads at once", true, true},
@@ -127,6 +132,8 @@ std::pair<int64_t, int64_t> task_sizes(const RunConfig& c) {
 
 void finalize(RunConfig& c) {
   const auto [vocab_size, positions] = task_sizes(c);
+  check(c.net.init == "default" || c.net.init == "gpt2",
+        "--init: unknown init '" + c.net.init + "' (expected default or gpt2)");
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
   check(c.net.num_heads > 0, "--heads must be positive, got " + format_number(c.net.num_heads));
   check(c.net.d_model % c.net.num_heads == 0, "--d-model " + format_number(c.net.d_model) +

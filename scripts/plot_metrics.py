@@ -78,7 +78,7 @@ def positive(steps, values):
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-def plot(metrics, title, out_path):
+def plot(metrics, title, out_path, language_model=False):
     steps = metrics["step"]
     marker = "o" if len(steps) <= 40 else None  # few evaluations: show each one
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
@@ -94,15 +94,24 @@ def plot(metrics, title, out_path):
     ax_loss.grid(True, which="both", alpha=0.3)
     ax_loss.legend()
 
-    for name, label in (("token_accuracy", "token accuracy"), ("exact_match", "exact match")):
-        ax_acc.plot(steps, [100 * v for v in metrics[name]], marker=marker, markersize=3,
-                    label=label)
-    ax_acc.set_title("Held-out accuracy")
-    ax_acc.set_xlabel("step")
-    ax_acc.set_ylabel("%")
-    ax_acc.set_ylim(-2, 102)
-    ax_acc.grid(True, alpha=0.3)
-    ax_acc.legend(loc="lower right")
+    if language_model:  # windows of text are never all right: bits per token instead
+        ax_acc.plot(steps, [v / math.log(2) for v in metrics["eval_loss"]], marker=marker,
+                    markersize=3, label="held-out")
+        ax_acc.set_title("Held-out bits per token")
+        ax_acc.set_xlabel("step")
+        ax_acc.set_ylabel("bits")
+        ax_acc.grid(True, alpha=0.3)
+        ax_acc.legend(loc="upper right")
+    else:
+        for name, label in (("token_accuracy", "token accuracy"), ("exact_match", "exact match")):
+            ax_acc.plot(steps, [100 * v for v in metrics[name]], marker=marker, markersize=3,
+                        label=label)
+        ax_acc.set_title("Held-out accuracy")
+        ax_acc.set_xlabel("step")
+        ax_acc.set_ylabel("%")
+        ax_acc.set_ylim(-2, 102)
+        ax_acc.grid(True, alpha=0.3)
+        ax_acc.legend(loc="lower right")
 
     if len(steps) == 1:  # a single evaluation: give the x axis some width around it
         for ax in (ax_loss, ax_acc):
@@ -117,19 +126,27 @@ def plot(metrics, title, out_path):
     plt.close(fig)
 
 
-def run_title(csv_path):
-    """"<run dir>: <task>, length <n>, <model>" from the config.ini beside metrics.csv."""
-    run_dir = os.path.dirname(os.path.abspath(csv_path))
-    title = f"gradlab run {os.path.basename(run_dir)}"
+def run_config(csv_path):
+    """The config.ini beside metrics.csv as {key: value} (empty if there is none)."""
     config = {}
     try:
-        with open(os.path.join(run_dir, "config.ini")) as f:
+        with open(os.path.join(os.path.dirname(os.path.abspath(csv_path)), "config.ini")) as f:
             for line in f:
                 key, sep, value = line.partition("=")
                 if sep and not key.strip().startswith("#"):
                     config[key.strip()] = value.strip()
     except (OSError, UnicodeDecodeError):
-        return title
+        pass
+    return config
+
+
+def run_title(csv_path, config):
+    """"<run dir>: <task>, length <n>, <model>" (or the text file) from its config.ini."""
+    run_dir = os.path.dirname(os.path.abspath(csv_path))
+    title = f"gradlab run {os.path.basename(run_dir)}"
+    if config.get("task") == "text":
+        return title + (f": {os.path.basename(config.get('data', ''))}, {config.get('tokenizer')} "
+                        f"tokens, context {config.get('context')}")
     if "task" in config:
         title += f": {config['task']}"
         if "length" in config:
@@ -149,7 +166,8 @@ def main(argv):
         return 2
     csv_path, out_path = argv[1], argv[2]
     metrics = read_metrics(csv_path)
-    plot(metrics, run_title(csv_path), out_path)
+    config = run_config(csv_path)
+    plot(metrics, run_title(csv_path, config), out_path, config.get("task") == "text")
     print(f"wrote {out_path}")
     return 0
 

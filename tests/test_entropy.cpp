@@ -64,5 +64,38 @@ TEST(Entropy, HeldOutBitsPerCharacterMatchTheSourcesEntropyRate) {
   EXPECT_GT(wrong_bits, rate + 0.5) << "predicting two ahead cannot be as good as one";
 }
 
+// The held-out set a text run evaluates: --eval-iters fixed windows, or with --eval-full every
+// token of the validation split once.
+TEST(Entropy, EvaluationReadsTheWindowsItIsConfiguredFor) {
+  omp_set_num_threads(1);
+  testing::TempDir dir;
+  const std::string path = dir.file("markov.txt");
+  std::ofstream(path) << data::MarkovText(5, 2, 3).generate(3000, 4);
+  for (const bool full : {false, true}) {
+    SCOPED_TRACE(full ? "--eval-full" : "--eval-iters");
+    RunConfig config;
+    config.task.name = "text";
+    config.data = path;
+    config.context = 12;
+    config.net.d_model = 16;
+    config.net.num_heads = 2;
+    config.net.num_layers = 1;
+    config.net.d_ff = 24;
+    config.batch_size = 7;  // evaluation runs in chunks of the batch size
+    config.eval_iters = 30;
+    config.eval_full = full;
+    const auto corpus = load_text_corpus(config);
+    finalize(config);
+    Trainer trainer(config, corpus);
+    const Indices windows = full ? corpus->validation_all(config.context)
+                                 : corpus->validation_windows(config.seed, 30, config.context);
+    EXPECT_EQ(windows.shape[0], full ? (corpus->validation_size() - 1) / 12 : 30);
+    NoGradGuard no_grad;
+    trainer.model().eval();
+    const double expected = trainer.model().loss(trainer.model().view(windows, 0)).item();
+    EXPECT_NEAR(trainer.evaluate().loss, expected, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace gradlab::train

@@ -164,6 +164,11 @@ TEST(TextCli, BadTextInputsNameTheFile) {
   const CommandResult seq2seq = train_on(write(dir, "ok.txt", some_text()), {"--model", "seq2seq"});
   EXPECT_EQ(seq2seq.exit_code, 2) << seq2seq.describe();
   EXPECT_TRUE(contains(seq2seq.err, "--model")) << seq2seq.err;
+  // A bad flag is found before the text is read (a large file takes seconds to read).
+  const CommandResult bad_flag = train_on(dir.file("missing.txt"), {"--lr", "-1"});
+  EXPECT_EQ(bad_flag.exit_code, 2) << bad_flag.describe();
+  EXPECT_TRUE(contains(bad_flag.err, "lr must be finite and > 0, got -1")) << bad_flag.err;
+  EXPECT_FALSE(contains(bad_flag.err, "no such file")) << bad_flag.err;
   const CommandResult no_data = run_gradlab({"train", "--task", "text"});
   EXPECT_EQ(no_data.exit_code, 2);
   EXPECT_TRUE(contains(no_data.err, "--data")) << no_data.err;

@@ -92,12 +92,6 @@ namespace {
 // The task's vocabulary size and the positions the model needs for it.
 std::pair<int64_t, int64_t> task_sizes(const RunConfig& c) {
   if (c.task.name == "text") {
-    check(!c.data.empty(), "--task text needs --data FILE");
-    check(c.context > 0 && c.context <= (1 << 20),
-          "--context must be in [1, 2^20], got " + format_number(c.context));
-    check(c.val_fraction > 0 && c.val_fraction < 1,
-          "--val-fraction must be in (0, 1), got " + format_number(c.val_fraction));
-    check(c.eval_iters > 0, "--eval-iters must be positive, got " + format_number(c.eval_iters));
     int64_t vocabulary = 0;
     try {
       vocabulary = data::Vocabulary::deserialize(c.tokenizer, c.vocabulary).size();
@@ -130,8 +124,15 @@ std::pair<int64_t, int64_t> task_sizes(const RunConfig& c) {
 
 }  // namespace
 
-void finalize(RunConfig& c) {
-  const auto [vocab_size, positions] = task_sizes(c);
+void check_fields(const RunConfig& c) {
+  if (c.task.name == "text") {
+    check(!c.data.empty(), "--task text needs --data FILE");
+    check(c.context > 0 && c.context <= (1 << 20),
+          "--context must be in [1, 2^20], got " + format_number(c.context));
+    check(c.val_fraction > 0 && c.val_fraction < 1,
+          "--val-fraction must be in (0, 1), got " + format_number(c.val_fraction));
+    check(c.eval_iters > 0, "--eval-iters must be positive, got " + format_number(c.eval_iters));
+  }
   check(c.net.init == "default" || c.net.init == "gpt2",
         "--init: unknown init '" + c.net.init + "' (expected default or gpt2)");
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
@@ -158,7 +159,16 @@ void finalize(RunConfig& c) {
   check(c.threads > 0, "--threads must be positive, got " + format_number(c.threads));
   check(c.save_every >= 0, "--save-every must not be negative, got " + format_number(c.save_every));
   check(c.keep > 0, "--keep must be positive, got " + format_number(c.keep));
+  ScheduleConfig schedule = c.schedule;
+  schedule.d_model = c.net.d_model;
+  schedule.total_steps = c.steps;
+  validate(schedule);
+  make_optimizer(c.optimizer, {});  // validates the optimizer fields
+}
 
+void finalize(RunConfig& c) {
+  check_fields(c);
+  const auto [vocab_size, positions] = task_sizes(c);
   c.net.vocab_size = vocab_size;
   c.net.max_len = positions;
   c.net.seed = c.seed;
@@ -176,8 +186,6 @@ void finalize(RunConfig& c) {
             " describe tensors above 2^28 elements");
   c.schedule.d_model = c.net.d_model;
   c.schedule.total_steps = c.steps;
-  validate(c.schedule);
-  make_optimizer(c.optimizer, {});  // validates the optimizer fields
 }
 
 namespace {

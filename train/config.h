@@ -66,6 +66,10 @@ const std::vector<std::string>& resumable_options();
 // Copies the fields named by keys (flag names) from `from` into `to`.
 void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::string>& keys);
 
+// Checks every value that does not depend on the data (flags, schedule, optimizer); throws
+// ConfigError naming the flag. Cheap: run it before reading a large text.
+void check_fields(const RunConfig& config);
+
 // Fills the derived fields (vocabulary size, positions, schedule sizes) and checks every value;
 // throws ConfigError naming the flag. A text run needs its vocabulary first (load_text_corpus
 // in trainer.h reads it from the file).

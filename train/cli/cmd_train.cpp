@@ -198,6 +198,7 @@ int parse(const std::vector<std::string>& args, Options& opts) {
     }
   }
   try {
+    check_fields(opts.config);  // a usage error costs no time reading the text
     if (opts.config.task.name == "text") opts.corpus = load_text_corpus(opts.config);
     finalize(opts.config);
   } catch (const ConfigError& e) {

@@ -9,6 +9,10 @@
 #   ./scripts/bench.sh --benchmark_filter=Matmul   gradlab's own micro-benchmarks only: Google
 #                                          Benchmark flags pass through to gradlab_bench
 #
+# The workloads include a language model trained with configs/char.ini on the text of Debian's
+# fortunes packages, gradlab against the PyTorch replica scripts/char_lm_torch.py (two seeds;
+# about 15 minutes of the run; `--only char_lm` runs it alone, `--only '^(?!char_lm)'` all but it).
+#
 # The build goes through scripts/bootstrap.sh with GRADLAB_BUILD_TORCH_BENCH=ON added to
 # GRADLAB_CMAKE_ARGS; libtorch comes from Debian's libtorch-dev (without it, only the gradlab
 # side runs). Raw samples: build/bench/results/latest.json; the generated section:
@@ -73,7 +77,29 @@ if [[ -x "$torch_bench" ]]; then
   fi
 fi
 
+# The language-model workload's text: the plain-text files of Debian's fortunes packages
+# (2.5 MB of English), installed ones or the packages unpacked into the build tree, joined in
+# name order (their .dat indexes and .u8 links left out).
+lm_text=build/bench/deps/fortunes.txt
+if [[ ! -s "$lm_text" ]]; then
+  fortunes_dir=/usr/share/games/fortunes
+  if [[ ! -e "$fortunes_dir/cookie" ]]; then
+    mkdir -p build/bench/deps/fortunes
+    (cd build/bench/deps/fortunes && rm -f ./*.deb &&
+      apt-get download fortunes fortunes-min >download.log 2>&1 &&
+      for deb in ./*.deb; do dpkg-deb -x "$deb" root; done) ||
+      echo "bench: could not fetch the fortunes packages (see build/bench/deps/fortunes)" >&2
+    fortunes_dir=build/bench/deps/fortunes/root/usr/share/games/fortunes
+  fi
+  if [[ -e "$fortunes_dir/cookie" ]]; then
+    (cd "$fortunes_dir" && LC_ALL=C ls | grep -v '\.' | xargs cat) >"$lm_text"
+  fi
+fi
+lm_args=()
+[[ -s "$lm_text" ]] && lm_args=(--lm-data "$lm_text")
+
 mkdir -p build/bench/results
 exec /usr/bin/python3 scripts/bench_table.py --build build --torch-ld-path "$torch_ld_path" \
+  "${lm_args[@]}" \
   --json build/bench/results/latest.json --markdown build/bench/results/latest.md \
   --doc BENCHMARKS.md "$@"

@@ -71,7 +71,30 @@ def workloads():
     for n in MATMUL_SIZES:
         out.append({"key": f"matmul/N{n}", "label": f"matmul {n}x{n} @ {n}x{n}",
                     "kind": "gbench", "flops": 2.0 * n ** 3})
+    out.append({"key": "char_lm/run", "label": "char LM run, --lm-config",
+                "kind": "lm_run", "flops": None})  # from the text's vocabulary: lm_flops
     return out
+
+
+def read_ini(path):
+    config = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                key, value = (part.strip() for part in line.split("=", 1))
+                config[key] = value
+    return config
+
+
+def lm_flops(config, vocabulary):
+    """FLOPs of a language-model run, evaluations left out: per trained token, 6 per weight of
+    every matrix product (forward 2, backward 4; the tied head counts once) plus attention's
+    two [T, T] products at 3 x 2 x T x C per layer (the full square, as dense kernels compute)."""
+    c, f, layers, t = (int(config[k]) for k in ("d-model", "d-ff", "layers", "context"))
+    weights = layers * (4 * c * c + 2 * c * f) + vocabulary * c
+    per_token = 6 * weights + layers * 3 * 2 * 2 * t * c
+    return per_token * t * int(config["batch-size"]) * int(config["steps"])
 
 
 def log(msg):
@@ -231,15 +254,74 @@ class Runner:
         r.update({"wall": wall, "rss_mib": rss})
         return r
 
+    def lm_prepare(self):
+        """The replica's interpreter check, the text's vocabulary and its validation split as a
+        file (for `gradlab eval --data`), once."""
+        if hasattr(self, "lm"):
+            return self.lm
+        config = read_ini(self.args.lm_config)
+        with open(self.args.lm_data, encoding="utf-8") as f:
+            text = f.read()
+        val_text = os.path.join(self.scratch, "validation.txt")
+        with open(val_text, "w", encoding="utf-8") as f:
+            f.write(text[int(len(text) * (1 - float(config["val-fraction"]))):])
+        self.lm = {"config": config, "val_text": val_text,
+                   "flops": lm_flops(config, len(set(text)))}
+        return self.lm
+
+    def lm_run_once(self, engine, threads, index):
+        lm = self.lm_prepare()
+        seed = self.args.lm_seeds[index % len(self.args.lm_seeds)]
+        common = ["--config", self.args.lm_config, "--data", self.args.lm_data,
+                  "--seed", str(seed), "--threads", str(threads)]
+        if engine == "gradlab":
+            out_dir = os.path.join(self.scratch, f"lm-{threads}-{index}")
+            cmd = [self.gradlab_cli, "train", "--out", out_dir] + common
+            code, out, err, wall, rss = run(cmd, self.envs[engine])
+            m = re.search(r"Trained (\d+) steps in ([\d.]+) s: held-out loss ([\d.]+)", out)
+            last = re.search(r"Checkpoint: (\S+)", out)
+            if code != 0 or not m or not last:
+                raise SystemExit(f"bench: {' '.join(cmd)} failed ({code}):\n{out}\n{err}")
+            cmd = [self.gradlab_cli, "eval", "--checkpoint", last.group(1), "--data",
+                   lm["val_text"], "--threads", str(threads)]
+            code, out, err, _, _ = run(cmd, self.envs[engine])
+            full = re.search(r"^loss ([\d.]+)", out, re.M)
+            if code != 0 or not full:
+                raise SystemExit(f"bench: {' '.join(cmd)} failed ({code}):\n{out}\n{err}")
+            r = {"seconds": float(m.group(2)), "steps": int(m.group(1)),
+                 "final_val_loss": float(m.group(3)), "full_val_loss": float(full.group(1))}
+        else:
+            cmd = ["/usr/bin/python3", os.path.join(os.path.dirname(__file__), "char_lm_torch.py")]
+            code, out, err, wall, rss = run(cmd + common, self.envs[engine])
+            if code != 0:
+                raise SystemExit(f"bench: {' '.join(cmd + common)} failed ({code}):\n{err}")
+            r = json.loads(out.strip().splitlines()[-1])
+        r.update({"seed": seed, "wall": wall, "rss_mib": rss, "flops": lm["flops"],
+                  "reached": True})
+        return r
+
+    def lm_engines(self):
+        """gradlab, and the PyTorch replica in both environments when Python has torch."""
+        if not self.have_torch:
+            return ["gradlab"]
+        code = run(["/usr/bin/python3", "-c", "import torch"], self.envs["tuned"])[0]
+        if code != 0:
+            log("bench: /usr/bin/python3 cannot import torch: the language model runs gradlab only")
+            return ["gradlab"]
+        return self.engines()
+
     def measure(self, work, threads):
-        reps = self.args.copy_reps if work["kind"] == "copy_run" else self.args.reps
-        engines = self.engines()
+        reps = {"copy_run": self.args.copy_reps,
+                "lm_run": len(self.args.lm_seeds)}.get(work["kind"], self.args.reps)
+        engines = self.engines() if work["kind"] != "lm_run" else self.lm_engines()
         samples = {e: [] for e in engines}
         for i in range(reps):
             order = engines[i % len(engines):] + engines[:i % len(engines)]  # rotate
             for e in order:
                 if work["kind"] == "copy_run":
                     samples[e].append(self.copy_run_once(e, threads, i))
+                elif work["kind"] == "lm_run":
+                    samples[e].append(self.lm_run_once(e, threads, i))
                 else:
                     samples[e].append(self.gbench_once(e, work["key"], threads))
         return samples
@@ -280,14 +362,15 @@ def time_cell(summary):
     return cell
 
 
-def build_rows(results, have_torch):
+def build_rows(results):
     rows, details, warnings = [], [], []
     for r in results:
         g = r["gradlab"]
         ref_name = None
         ref = None
-        if have_torch:
-            ref_name = min(("as-is", "tuned"), key=lambda e: r[e]["median"])
+        references = [e for e in ("as-is", "tuned") if e in r]
+        if references:
+            ref_name = min(references, key=lambda e: r[e]["median"])
             ref = r[ref_name]
         ratio = f"{g['median'] / ref['median']:.2f}" if ref else "—"
         if r["flops"]:
@@ -298,7 +381,7 @@ def build_rows(results, have_torch):
         mem = f"{g['rss_mib']:.0f}" + (f" / {ref['rss_mib']:.0f}" if ref else "")
         rows.append([r["label"], str(r["threads"]), time_cell(g), time_cell(ref), ratio, gf, mem,
                      ref_name or "—"])
-        if have_torch:
+        if len(references) == 2:
             details.append([r["label"], str(r["threads"]), time_cell(r["as-is"]),
                             time_cell(r["tuned"])])
             # Same inputs on both sides: the first loss (MHA), C[0,0] (matmul) or the sum of
@@ -311,6 +394,30 @@ def build_rows(results, have_torch):
                     warnings.append(f"{r['key']} threads={r['threads']}: gradlab computed {a}, "
                                     f"libtorch {b} (relative difference {rel:.2g})")
     return rows, details, warnings
+
+
+def lm_rows(results):
+    """One row per thread count and seed of the language-model runs: time and loss, both sides."""
+    rows = []
+    for r in results:
+        references = [e for e in ("as-is", "tuned") if e in r]
+        if not r["key"].startswith("char_lm") or not references:
+            continue
+        faster = min(references, key=lambda e: r[e]["median"])
+        for g, t in zip(r["samples"]["gradlab"], r["samples"][faster]):
+            rows.append([str(r["threads"]), str(g["seed"]), f"{g['seconds']:.1f} s",
+                         f"{t['seconds']:.1f} s", f"{g['seconds'] / t['seconds']:.2f}",
+                         f"{g['flops'] / g['seconds'] / 1e9:.1f}",
+                         f"{g['final_val_loss']:.4f} / {t['final_val_loss']:.4f}",
+                         f"{g['full_val_loss']:.4f} / {t['full_val_loss']:.4f}",
+                         f"{g['full_val_loss'] - t['full_val_loss']:+.4f}",
+                         f"{g['rss_mib']:.0f} / {t['rss_mib']:.0f}"])
+    return rows
+
+
+LM_HEADER = ["threads", "seed", "gradlab", "PyTorch", "gradlab / PyTorch", "gradlab GFLOP/s",
+             "val loss, 240 windows: gradlab / PyTorch",
+             "val loss, whole split: gradlab / PyTorch", "difference", "peak RSS MiB"]
 
 
 def markdown_table(header, rows):
@@ -334,6 +441,10 @@ def main():
     p.add_argument("--torch-ld-path", default="",
                    help="directory prepended to LD_LIBRARY_PATH for libtorch (its BLAS)")
     p.add_argument("--no-torch", action="store_true", help="run the gradlab side only")
+    p.add_argument("--lm-data", help="the text of the language-model workload (none: skipped)")
+    p.add_argument("--lm-config", default="configs/char.ini",
+                   help="its configuration (default configs/char.ini)")
+    p.add_argument("--lm-seeds", default="1,2", help="its seeds, one run each (default 1,2)")
     p.add_argument("--json", help="write every sample here")
     p.add_argument("--markdown", help="write the generated section here")
     p.add_argument("--doc", help="replace the generated section of this file (BENCHMARKS.md)")
@@ -343,6 +454,7 @@ def main():
     args = p.parse_args()
     if args.no_doc:
         args.doc = None
+    args.lm_seeds = [int(x) for x in args.lm_seeds.split(",") if x]
     if args.from_json:
         with open(args.from_json) as f:
             saved = json.load(f)
@@ -372,6 +484,11 @@ def run_all(args, runner):
     for work in workloads():
         if args.only and not re.search(args.only, work["key"]):
             continue
+        if work["kind"] == "lm_run":
+            if not args.lm_data:
+                log("bench: no --lm-data: the language-model workload is skipped")
+                continue
+            work = dict(work, label=f"char LM run, {args.lm_config}")
         for threads in threads_list:
             samples = runner.measure(work, threads)
             r = {"key": work["key"], "label": work["label"], "threads": threads,
@@ -381,7 +498,7 @@ def run_all(args, runner):
             r["flops"] = r["flops"] or r["gradlab"].get("flops")
             results.append(r)
             msg = f"{work['key']:<32} threads={threads}  gradlab {time_cell(r['gradlab'])}"
-            for e in runner.engines()[1:]:
+            for e in list(samples)[1:]:
                 msg += f"  libtorch[{e}] {time_cell(r[e])}"
             log(msg)
     elapsed = time.perf_counter() - t0
@@ -405,7 +522,7 @@ def run_all(args, runner):
 
 def render(meta, results):
     """The generated section of BENCHMARKS.md (and the table, for the terminal)."""
-    rows, details, warnings = build_rows(results, meta["have_torch"])
+    rows, details, warnings = build_rows(results)
     table = markdown_table(HEADER, rows)
     started = datetime.datetime.fromisoformat(meta["started"])
     cores = meta["cpus"] or 1
@@ -455,6 +572,14 @@ def render(meta, results):
         "",
         table,
     ]
+    lm = lm_rows(results)
+    if lm:
+        section += [
+            "", "Language model (`--lm-config` on the text `--lm-data` names; PyTorch: the "
+            "replica `scripts/char_lm_torch.py` in the faster environment). Time: the training "
+            "loop, 2000 steps and 8 evaluations over 240 windows; whole split: every token of "
+            "the validation split after the last step. GFLOP/s: the run's matrix-product FLOPs "
+            "per second of gradlab's time.", "", markdown_table(LM_HEADER, lm)]
     if warnings:
         section += ["", "**Outputs differ:**", ""] + [f"- {w}" for w in warnings]
     if details:

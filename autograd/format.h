@@ -1,11 +1,14 @@
 // Numbers as text, the way a person would type them back: integers in full, and doubles in the
 // shortest form that reads back to the same value ("0.003", "1e-08", not 0.0030000000000000001).
-// Every message, config file and help line that shows a number goes through here.
+// Every message, config file and help line that shows a number goes through here, and every
+// message that echoes text a user gave goes through quote().
 #pragma once
 
 #include <charconv>
 #include <concepts>
+#include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace gradlab {
 
@@ -18,6 +21,45 @@ inline std::string format_number(double value) {
 template <std::integral T>
 std::string format_number(T value) {
   return std::to_string(value);
+}
+
+// Bytes of user text a message shows before it stops with "...".
+inline constexpr size_t kQuotedBytes = 80;
+
+// Text from the user as an error message shows it: at most its first kQuotedBytes bytes (cut at
+// a UTF-8 character boundary, then "..."), with control characters escaped (\n, \x1b), so that
+// a 130 KB argument or one holding newlines still gives a short one-line message. The one place
+// that shortens user text; quote() adds the quotes.
+inline std::string bounded(std::string_view text) {
+  size_t end = text.size();
+  if (end > kQuotedBytes) {
+    end = kQuotedBytes;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  }
+  std::string out;
+  for (const char c : text.substr(0, end)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (byte < 0x20 || byte == 0x7F) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  if (end < text.size()) out += "...";
+  return out;
+}
+
+// 'text', bounded as above.
+inline std::string quote(std::string_view text) {
+  // Appended, not "'" + ... + "'": g++ 12 reports a false -Wrestrict for that at -O2.
+  std::string out = "'";
+  out += bounded(text);
+  out += '\'';
+  return out;
 }
 
 }  // namespace gradlab

@@ -40,7 +40,8 @@ Indices draw(const Task& task, Generator& gen, int64_t count) {
 Task::Task(const TaskConfig& config) : config_(config) {
   const std::string& n = config.name;
   if (n != "copy" && n != "reverse" && n != "sort" && n != "recall") {
-    throw ConfigError("task: unknown task '" + n + "' (expected copy, reverse, sort or recall)");
+    throw ConfigError("task: unknown task " + quote(n) +
+                      " (expected copy, reverse, sort or recall)");
   }
   require_positive("length", config.length);
   require_positive("num_symbols", config.num_symbols);

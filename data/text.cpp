@@ -145,7 +145,7 @@ Vocabulary Vocabulary::deserialize(const std::string& kind, const std::string& s
     return bytes();
   }
   if (kind != "char") {
-    throw ConfigError("unknown tokenizer '" + kind + "' (expected char or byte)");
+    throw ConfigError("unknown tokenizer " + quote(kind) + " (expected char or byte)");
   }
   std::vector<char32_t> code_points;
   for (size_t offset = 0; offset < symbols.size();) {
@@ -197,7 +197,8 @@ TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer,
     : path_(path) {
   const auto fail = [&](const std::string& problem) { return ConfigError(path + ": " + problem); };
   if (tokenizer != "char" && tokenizer != "byte") {
-    throw ConfigError("--tokenizer: unknown tokenizer '" + tokenizer + "' (expected char or byte)");
+    throw ConfigError("--tokenizer: unknown tokenizer " + quote(tokenizer) +
+                      " (expected char or byte)");
   }
   if (!(val_fraction > 0 && val_fraction < 1)) {
     throw ConfigError("--val-fraction must be in (0, 1), got " + format_number(val_fraction));

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "autograd/format.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
 
@@ -38,7 +39,7 @@ Tensor to_logits(const Tensor& h, const std::shared_ptr<Linear>& head, const Emb
 void initialise(Module& model, const ModelConfig& config, Generator& gen) {
   if (config.init == "default") return;
   if (config.init != "gpt2") {
-    throw ConfigError("unknown init '" + config.init + "' (expected default or gpt2)");
+    throw ConfigError("unknown init " + quote(config.init) + " (expected default or gpt2)");
   }
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.num_layers));
   for (const auto& [name, parameter] : model.named_parameters()) {

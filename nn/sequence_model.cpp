@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "autograd/error.h"
+#include "autograd/format.h"
 #include "autograd/softmax.h"
 #include "nn/models.h"
 
@@ -39,7 +40,7 @@ const ModelKind& kind_named(const std::string& name) {
   }
   std::string known;
   for (const ModelKind& kind : kinds()) known += (known.empty() ? "" : " or ") + kind.name;
-  throw ConfigError("unknown model '" + name + "' (expected " + known + ")");
+  throw ConfigError("unknown model " + quote(name) + " (expected " + known + ")");
 }
 
 }  // namespace

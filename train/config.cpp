@@ -134,7 +134,7 @@ void check_fields(const RunConfig& c) {
     check(c.eval_iters > 0, "--eval-iters must be positive, got " + format_number(c.eval_iters));
   }
   check(c.net.init == "default" || c.net.init == "gpt2",
-        "--init: unknown init '" + c.net.init + "' (expected default or gpt2)");
+        "--init: unknown init " + quote(c.net.init) + " (expected default or gpt2)");
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
   check(c.net.num_heads > 0, "--heads must be positive, got " + format_number(c.net.num_heads));
   check(c.net.d_model % c.net.num_heads == 0, "--d-model " + format_number(c.net.d_model) +

@@ -204,7 +204,8 @@ class Adam final : public StatefulOptimizer {
 void validate_optimizer(const OptimizerConfig& config) {
   const std::string& name = config.name;
   if (name != "sgd" && name != "adam" && name != "adamw") {
-    throw ConfigError("optimizer: unknown optimizer '" + name + "' (expected sgd, adam or adamw)");
+    throw ConfigError("optimizer: unknown optimizer " + quote(name) +
+                      " (expected sgd, adam or adamw)");
   }
   if (!(config.weight_decay >= 0.0) || !std::isfinite(config.weight_decay)) {
     throw ConfigError("optimizer: weight_decay must be finite and >= 0, got " +
@@ -255,8 +256,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
 void validate(const ScheduleConfig& config) {
   const std::string& name = config.name;
   if (name != "constant" && name != "cosine" && name != "noam") {
-    throw ConfigError("schedule: unknown schedule '" + name +
-                      "' (expected constant, cosine or noam)");
+    throw ConfigError("schedule: unknown schedule " + quote(name) +
+                      " (expected constant, cosine or noam)");
   }
   if (!(config.lr > 0.0) || !std::isfinite(config.lr)) {
     throw ConfigError("schedule: lr must be finite and > 0, got " + format_number(config.lr));

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "autograd/error.h"
+#include "autograd/format.h"
 #include "train/cli/options.h"
 
 namespace gradlab::cli {
@@ -52,7 +53,8 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
   const data::Task task(run.config.task);
   const auto tokens = parse_tokens(a.input);
   if (!tokens) {
-    return usage_error(command, "--input: '" + a.input + "' is not a list of integers", a.options);
+    return usage_error(command, "--input: " + quote(a.input) + " is not a list of integers",
+                       a.options);
   }
   try {
     task.validate_prompt(*tokens);

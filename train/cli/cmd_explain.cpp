@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "autograd/format.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
 #include "train/cli/commands.h"
@@ -179,7 +180,7 @@ int parse(const std::vector<std::string>& args, ExplainArgs& a) {
       sizes.push_back(std::stoll(item, &used));
       if (used != item.size() || sizes.back() <= 0) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      return usage_error("explain", "--shapes: '" + item + "' is not a positive integer",
+      return usage_error("explain", "--shapes: " + quote(item) + " is not a positive integer",
                          a.options);
     }
   }
@@ -192,7 +193,7 @@ int parse(const std::vector<std::string>& args, ExplainArgs& a) {
   if (bounded_numel({B, T, C}) < 0 || bounded_numel({B, H, T, T}) < 0 ||
       bounded_numel({C, C}) < 0) {
     return usage_error("explain",
-                       "--shapes " + a.shapes +
+                       "--shapes " + quote(a.shapes) +
                            ": too large for the walk ([B,T,C], [B,H,T,T] and [C,C] must each "
                            "have at most 2^28 elements)",
                        a.options);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "autograd/format.h"
 #include "autograd/op_checks.h"
 #include "nn/module_checks.h"
 #include "train/cli/commands.h"
@@ -31,7 +32,7 @@ int parse(const std::vector<std::string>& args, std::string& only, uint64_t& see
                                  [&](const OpCheck& c) { return c.name == only; }) ||
                      std::any_of(nn::module_checks().begin(), nn::module_checks().end(),
                                  [&](const nn::ModuleCheck& c) { return c.name == only; });
-  if (!known) return usage_error("gradcheck", "unknown op or module '" + only + "'", options);
+  if (!known) return usage_error("gradcheck", "unknown op or module " + quote(only), options);
   return -1;
 }
 

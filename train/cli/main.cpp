@@ -6,6 +6,7 @@
 #include <map>
 
 #include "autograd/error.h"
+#include "autograd/format.h"
 #include "train/cli/commands.h"
 #include "train/cli/idle_threads.h"
 
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
   }
   const auto it = commands().find(name);
   if (it == commands().end()) {
-    std::cerr << "gradlab: unknown command '" << name << "'\n\n";
+    std::cerr << "gradlab: unknown command " << gradlab::quote(name) << "\n\n";
     print_usage(std::cerr);
     return kExitUsage;
   }

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "autograd/format.h"
 #include "train/cli/commands.h"
 
 namespace gradlab::cli {
@@ -26,6 +27,7 @@ std::string error_message(po::error& e) {
   if (auto* with_name = dynamic_cast<po::error_with_option_name*>(&e)) {
     for (auto& [name, value] : ErrorAccess::substitutions(*with_name)) {
       std::replace(value.begin(), value.end(), '%', '?');
+      value = bounded(value);
     }
   }
   return e.what();

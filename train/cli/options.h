@@ -18,7 +18,8 @@ int parse_or_usage(
 // e.what() for an error of Boost.Program_options. Boost 1.74 replaces each placeholder of a
 // message (%value%, %original_token%, ...) until none is left, so an argument that contains one
 // itself (`--steps %value%`) made what() loop forever; here every '%' in the arguments quoted by
-// the message is shown as '?' instead (which changes e).
+// the message is shown as '?' instead, and each is shortened as bounded() does (which changes
+// e).
 std::string error_message(boost::program_options::error& e);
 
 // Prints "gradlab <command>: <reason>" and the usage to stderr; returns 2.

@@ -1,0 +1,125 @@
+// Command lines a careless or hostile user may type, for every command that takes them: resources
+// beyond reason (--threads, sizes that cannot be allocated), special files where a file is
+// expected (a FIFO must be refused, not opened: that waits forever), arguments that used to be
+// dropped or taken as "absent" (stray words, empty values, negative seeds), non-finite numbers,
+// and messages that must name the cause and stay short whatever the input.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "tests/test_helpers.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+
+namespace gradlab::train {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CommandResult;
+using testing::contains;
+using testing::run_command;
+using testing::run_gradlab;
+using testing::RunOptions;
+using testing::TempDir;
+
+// The smallest model of the copy task: fast enough for every build, sanitizers included.
+const std::vector<std::string> kTiny = {
+    "--length", "2", "--symbols",    "3", "--d-model",         "8", "--heads",     "2",
+    "--layers", "1", "--d-ff",       "8", "--batch-size",      "2", "--eval-size", "2",
+    "--steps",  "2", "--eval-every", "1", "--target-accuracy", "0"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// A wrong fix would hang on a FIFO: end such a run soon and report it as a failure.
+RunOptions quick() {
+  RunOptions options;
+  options.timeout_ms = 30000;
+  return options;
+}
+
+// One tiny trained checkpoint, shared by the tests of the commands that read one.
+class BadInputs : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::make_unique<TempDir>();
+    const CommandResult r =
+        run_gradlab(with({"train", "--out", (dir_->path() / "run").string()}, kTiny));
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    checkpoint_ = (dir_->path() / "run" / "step-000002.h5").string();
+  }
+  static void TearDownTestSuite() { dir_.reset(); }
+  void SetUp() override { ASSERT_TRUE(fs::exists(checkpoint_)) << "the shared run failed"; }
+
+  // Each command's shortest valid command line (inspect's checkpoint is its positional
+  // argument), writing only into `tmp`.
+  static std::vector<std::vector<std::string>> valid_command_lines(const TempDir& tmp) {
+    return {
+        with({"train", "--out", tmp.file("never")}, kTiny),
+        {"eval", "--checkpoint", checkpoint_},
+        {"predict", "--checkpoint", checkpoint_, "--input", "3 1"},
+        {"attention", "--checkpoint", checkpoint_, "--input", "2 2", "--out", tmp.file("never.h5")},
+        {"sample", "--checkpoint", checkpoint_},
+        {"inspect", checkpoint_},
+        {"explain"},
+        {"gradcheck", "--op", "relu"}};
+  }
+
+  static std::unique_ptr<TempDir> dir_;
+  static std::string checkpoint_;  // copy task, length 2: prompts are 2 symbols of 1..3
+};
+
+std::unique_ptr<TempDir> BadInputs::dir_;
+std::string BadInputs::checkpoint_;
+
+// ---------------------------------------------------------------------------------------------
+// Messages stay short: a bad input is quoted by its first 80 bytes, then "...", and a control
+// character cannot break the one-line reason.
+
+TEST_F(BadInputs, ABadInputIsQuotedByABoundedPrefix) {
+  TempDir tmp;
+  const std::string huge(130000, 'x');
+  const std::string shown = "'" + std::string(80, 'x') + "...'";
+  const std::vector<std::string> train = {"train", "--out", tmp.file("never")};
+  std::vector<std::vector<std::string>> cases = {
+      with(train, {"--steps", huge}),
+      with(train, {"--task", huge}),
+      with(train, {"--optimizer", huge}),
+      with(train, {"--" + huge}),
+      {"predict", "--checkpoint", checkpoint_, "--input", huge},
+      {"explain", "--shapes", huge},
+      {"gradcheck", "--op", huge},
+  };
+  for (const std::vector<std::string>& args : cases) {
+    SCOPED_TRACE(args[0] + " " + args[args.size() - 2].substr(0, 20));
+    const CommandResult r = run_gradlab(args, quick());
+    EXPECT_EQ(r.exit_code, 2) << r.describe().substr(0, 2000);
+    EXPECT_LT(first_line(r.err).size(), 300u) << first_line(r.err).substr(0, 2000);
+    EXPECT_TRUE(contains(first_line(r.err), std::string(70, 'x') + "...")) << r.err.substr(0, 400);
+  }
+  const CommandResult unknown = run_gradlab({huge});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(contains(first_line(unknown.err), shown)) << unknown.err.substr(0, 400);
+  // A newline in the input is shown escaped, in the reason's one line.
+  const CommandResult newline = run_gradlab(with(train, {"--task", "co\npy"}), quick());
+  EXPECT_EQ(newline.exit_code, 2) << newline.describe();
+  EXPECT_TRUE(contains(first_line(newline.err), "'co\\npy'")) << newline.err;
+  EXPECT_FALSE(fs::exists(tmp.file("never")));
+}
+
+}  // namespace
+}  // namespace gradlab::train

@@ -52,6 +52,19 @@ RunOptions quick() {
   return options;
 }
 
+// Exit 2: "gradlab <command>: <reason>" naming each of `named`, then the options.
+void expect_usage_error(const CommandResult& r, const std::string& command,
+                        const std::vector<std::string>& named) {
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_EQ(r.out, "") << r.describe();
+  EXPECT_TRUE(first_line(r.err).starts_with("gradlab " + command + ": ")) << r.err;
+  for (const std::string& part : named) {
+    EXPECT_TRUE(contains(first_line(r.err), part)) << "does not name " << part << ":\n" << r.err;
+  }
+  EXPECT_TRUE(contains(r.err, "Options:")) << r.err;
+}
+
 // One tiny trained checkpoint, shared by the tests of the commands that read one.
 class BadInputs : public ::testing::Test {
  protected:
@@ -85,6 +98,35 @@ class BadInputs : public ::testing::Test {
 
 std::unique_ptr<TempDir> BadInputs::dir_;
 std::string BadInputs::checkpoint_;
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+
+// --threads 100000 used to crash every command (SIGSEGV while libgomp started the threads), and
+// 2147483648 was accepted (and wrapped to a negative int).
+TEST_F(BadInputs, ThreadsAboveTheCapAreUsageErrorsForEveryCommandThatTakesThem) {
+  TempDir tmp;
+  const std::string cap = std::to_string(max_threads());
+  const std::string config = tmp.file("threads.ini");
+  std::ofstream(config) << "threads = 100000\n";
+  for (const std::string& threads :
+       {std::string("100000"), std::string("2147483648"), std::to_string(max_threads() + 1)}) {
+    for (const std::vector<std::string>& args : valid_command_lines(tmp)) {
+      const std::string& command = args[0];
+      if (command == "inspect" || command == "explain" || command == "gradcheck") continue;
+      SCOPED_TRACE(command + " --threads " + threads);
+      expect_usage_error(run_gradlab(with(args, {"--threads", threads}), quick()), command,
+                         {"--threads", "[1, " + cap + "]", threads});
+    }
+  }
+  expect_usage_error(
+      run_gradlab(with({"train", "--config", config, "--out", tmp.file("never")}, kTiny), quick()),
+      "train", {"--threads", "100000"});
+  EXPECT_FALSE(fs::exists(tmp.file("never")));
+  // The cap itself is a valid choice.
+  const CommandResult at_cap = run_gradlab({"eval", "--checkpoint", checkpoint_, "--threads", cap});
+  EXPECT_EQ(at_cap.exit_code, 0) << at_cap.describe();
+}
 
 // ---------------------------------------------------------------------------------------------
 // Messages stay short: a bad input is quoted by its first 80 bytes, then "...", and a control

@@ -3,6 +3,7 @@
 #include "train/config.h"
 
 #include <algorithm>
+#include <thread>
 #include <variant>
 
 #include "autograd/error.h"
@@ -68,6 +69,17 @@ std::vector<ConfigField> config_fields(RunConfig& c) {
       {"eval-full", &c.eval_full, "--task text: evaluate on the whole validation split", true,
        true},
   };
+}
+
+int64_t max_threads() {
+  return 4 * std::max<int64_t>(std::thread::hardware_concurrency(), 1);
+}
+
+void check_threads(int64_t threads) {
+  check(threads >= 1 && threads <= max_threads(),
+        "--threads must be in [1, " + format_number(max_threads()) + "] (4 x the " +
+            format_number(max_threads() / 4) + " cores of this machine), got " +
+            format_number(threads));
 }
 
 const std::vector<std::string>& resumable_options() {
@@ -156,7 +168,7 @@ void check_fields(const RunConfig& c) {
   check(c.eval_size > 0, "--eval-size must be positive, got " + format_number(c.eval_size));
   check(c.target_accuracy >= 0 && c.target_accuracy <= 1,
         "--target-accuracy must be in [0, 1], got " + format_number(c.target_accuracy));
-  check(c.threads > 0, "--threads must be positive, got " + format_number(c.threads));
+  check_threads(c.threads);
   check(c.save_every >= 0, "--save-every must not be negative, got " + format_number(c.save_every));
   check(c.keep > 0, "--keep must be positive, got " + format_number(c.keep));
   ScheduleConfig schedule = c.schedule;

@@ -60,6 +60,15 @@ struct ConfigField {
 // Every field of config, bound to it, in the order of /config.
 std::vector<ConfigField> config_fields(RunConfig& config);
 
+// The most OpenMP threads a command may ask for: 4 x this machine's cores. More threads than
+// cores never make a kernel faster (they take turns on the cores and wait for each other at
+// every barrier), and libgomp starts every thread asked for, each with its own stack: --threads
+// 100000 died of SIGSEGV. The margin above the core count leaves room to measure
+// oversubscription.
+int64_t max_threads();
+// Throws ConfigError naming --threads unless threads is in [1, max_threads()].
+void check_threads(int64_t threads);
+
 // Flags that may differ when resuming; all others come from the checkpoint.
 const std::vector<std::string>& resumable_options();
 

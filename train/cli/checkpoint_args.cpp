@@ -38,7 +38,7 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
       "checkpoint", po::value(&a.checkpoint)->required(), "checkpoint file (.h5)")(
       "threads", po::value(&a.threads)->default_value(1), "OpenMP threads");
   if (const int code = parse_or_usage(command, args, a.options, a.vm); code >= 0) return code;
-  if (a.threads < 1) return usage_error(command, "--threads must be positive", a.options);
+  if (const int code = check_threads(command, a.threads, a.options); code >= 0) return code;
   return -1;
 }
 

@@ -39,7 +39,7 @@ int parse(const std::vector<std::string>& args, SampleArgs& a) {
       "threads", po::value(&a.threads)->default_value(1), "OpenMP threads");
   if (const int code = parse_or_usage("sample", args, a.options, a.vm); code >= 0) return code;
   a.sampling.use_cache = !a.vm["no-cache"].as<bool>();
-  if (a.threads < 1) return usage_error("sample", "--threads must be positive", a.options);
+  if (const int code = check_threads("sample", a.threads, a.options); code >= 0) return code;
   if (a.sampling.tokens < 0)
     return usage_error("sample", "--tokens must not be negative", a.options);
   if (!(a.sampling.temperature >= 0)) {

@@ -5,8 +5,10 @@
 #include <iostream>
 #include <map>
 
+#include "autograd/error.h"
 #include "autograd/format.h"
 #include "train/cli/commands.h"
+#include "train/config.h"
 
 namespace gradlab::cli {
 
@@ -56,6 +58,16 @@ int usage_error(const std::string& command, const std::string& reason,
                 const po::options_description& options) {
   std::cerr << "gradlab " << command << ": " << reason << "\n\n" << options << '\n';
   return kExitUsage;
+}
+
+int check_threads(const std::string& command, int64_t threads,
+                  const po::options_description& options) {
+  try {
+    train::check_threads(threads);
+  } catch (const ConfigError& e) {
+    return usage_error(command, e.what(), options);
+  }
+  return -1;
 }
 
 }  // namespace gradlab::cli

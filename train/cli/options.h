@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,9 @@ std::string error_message(boost::program_options::error& e);
 // Prints "gradlab <command>: <reason>" and the usage to stderr; returns 2.
 int usage_error(const std::string& command, const std::string& reason,
                 const boost::program_options::options_description& options);
+
+// --threads within [1, train::max_threads()]: returns -1, or 2 after the usage error.
+int check_threads(const std::string& command, int64_t threads,
+                  const boost::program_options::options_description& options);
 
 }  // namespace gradlab::cli

@@ -129,6 +129,74 @@ TEST_F(BadInputs, ThreadsAboveTheCapAreUsageErrorsForEveryCommandThatTakesThem) 
 }
 
 // ---------------------------------------------------------------------------------------------
+// Arguments that used to be dropped or taken as absent
+
+TEST_F(BadInputs, StrayArgumentsAreUsageErrorsForEveryCommand) {
+  TempDir tmp;
+  for (const std::vector<std::string>& args : valid_command_lines(tmp)) {
+    SCOPED_TRACE(args[0]);
+    expect_usage_error(run_gradlab(with(args, {"extra"}), quick()), args[0],
+                       {"unexpected argument 'extra'"});
+    // After "--" every word is an argument, not an option.
+    expect_usage_error(run_gradlab(with(args, {"--", "--help"}), quick()), args[0],
+                       {"unexpected argument '--help'"});
+  }
+  EXPECT_FALSE(fs::exists(tmp.file("never")));
+  EXPECT_FALSE(fs::exists(tmp.file("never.h5")));
+}
+
+// `--resume ""`, `--config ""` and `--out ""` behaved as if absent; every text option now
+// refuses an empty value, on every command.
+TEST_F(BadInputs, EmptyValuesAreUsageErrorsNamingTheFlag) {
+  TempDir tmp;
+  const std::vector<std::string> train = with({"train"}, kTiny);
+  const struct {
+    std::vector<std::string> args;
+    std::string flag;
+  } cases[] = {
+      {with(train, {"--resume", "", "--out", tmp.file("never")}), "--resume"},
+      {with(train, {"--config", "", "--out", tmp.file("never")}), "--config"},
+      {with(train, {"--out", ""}), "--out"},
+      {with(train, {"--data", "", "--out", tmp.file("never")}), "--data"},
+      {with(train, {"--task", "", "--out", tmp.file("never")}), "--task"},
+      {{"eval", "--checkpoint", ""}, "--checkpoint"},
+      {{"eval", "--checkpoint", checkpoint_, "--data", ""}, "--data"},
+      {{"predict", "--checkpoint", checkpoint_, "--input", ""}, "--input"},
+      {{"attention", "--checkpoint", checkpoint_, "--input", "2 2", "--out", ""}, "--out"},
+      {{"sample", "--checkpoint", checkpoint_, "--prompt", ""}, "--prompt"},
+      {{"inspect", ""}, "--checkpoint"},
+      {{"explain", "--shapes", ""}, "--shapes"},
+      {{"gradcheck", "--op", ""}, "--op"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.args));
+    expect_usage_error(run_gradlab(c.args, quick()), c.args[0], {c.flag + " must not be empty"});
+  }
+  EXPECT_FALSE(fs::exists(tmp.file("never")));
+}
+
+// Boost reads "-1" as 2^64 - 1 for an unsigned option; a seed was then stored as -1.
+TEST_F(BadInputs, NegativeSeedsAreUsageErrorsNamingTheSeed) {
+  TempDir tmp;
+  const std::string config = tmp.file("seed.ini");
+  std::ofstream(config) << "seed = -1\n";
+  expect_usage_error(
+      run_gradlab(with({"train", "--seed", "-1", "--out", tmp.file("never")}, kTiny), quick()),
+      "train", {"--seed must not be negative", "-1"});
+  expect_usage_error(
+      run_gradlab(with({"train", "--seed=-7", "--out", tmp.file("never")}, kTiny), quick()),
+      "train", {"--seed must not be negative", "-7"});
+  expect_usage_error(
+      run_gradlab(with({"train", "--config", config, "--out", tmp.file("never")}, kTiny), quick()),
+      "train", {config, "--seed must not be negative"});
+  expect_usage_error(run_gradlab({"gradcheck", "--op", "relu", "--seed", "-1"}, quick()),
+                     "gradcheck", {"--seed must not be negative"});
+  expect_usage_error(run_gradlab({"sample", "--checkpoint", checkpoint_, "--seed", "-2"}, quick()),
+                     "sample", {"--seed must not be negative"});
+  EXPECT_FALSE(fs::exists(tmp.file("never")));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Messages stay short: a bad input is quoted by its first 80 bytes, then "...", and a control
 // character cannot break the one-line reason.
 
@@ -146,6 +214,7 @@ TEST_F(BadInputs, ABadInputIsQuotedByABoundedPrefix) {
       {"explain", "--shapes", huge},
       {"gradcheck", "--op", huge},
   };
+  cases.push_back(with(train, {huge}));  // a stray argument
   for (const std::vector<std::string>& args : cases) {
     SCOPED_TRACE(args[0] + " " + args[args.size() - 2].substr(0, 20));
     const CommandResult r = run_gradlab(args, quick());

@@ -46,7 +46,6 @@ int parse(const std::vector<std::string>& args, SampleArgs& a) {
     return usage_error("sample", "--temperature must not be negative", a.options);
   }
   if (a.sampling.top_k < 0) return usage_error("sample", "--top-k must not be negative", a.options);
-  if (a.prompt.empty()) return usage_error("sample", "--prompt must not be empty", a.options);
   return -1;
 }
 

@@ -160,7 +160,11 @@ int parse(const std::vector<std::string>& args, Options& opts) {
     if (!config_file.empty()) {
       std::ifstream in(config_file);
       if (!in) return usage_error("train", "--config: cannot read " + config_file, options);
-      po::store(po::parse_config_file(in, options), vm);
+      const po::parsed_options parsed = po::parse_config_file(in, options);
+      if (const std::string reason = refused_value(parsed, true); !reason.empty()) {
+        return usage_error("train", config_file + ": " + reason, options);
+      }
+      po::store(parsed, vm);
       po::notify(vm);
     }
   } catch (po::error& e) {

@@ -23,7 +23,45 @@ struct ErrorAccess : po::error_with_option_name {
   }
 };
 
+// Gives the arguments that are not flags the names `positional` assigns them, in order; returns
+// the first one it has no name for ("" if none). Done here rather than by Boost, which drops
+// such arguments silently when no positional options are described, and otherwise refuses them
+// without saying which.
+std::string name_positional(po::parsed_options& parsed,
+                            const po::positional_options_description* positional) {
+  unsigned position = 0;
+  for (po::option& o : parsed.options) {
+    if (!o.string_key.empty()) continue;
+    const std::string argument = o.original_tokens.empty() ? "" : o.original_tokens.front();
+    if (!positional || position >= positional->max_total_count()) return argument;
+    o.string_key = positional->name_for_position(position++);
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string refused_value(const po::parsed_options& parsed, bool empty_allowed) {
+  for (const po::option& o : parsed.options) {
+    const po::option_description* description =
+        parsed.description ? parsed.description->find_nothrow(o.string_key, false) : nullptr;
+    if (!description) continue;
+    const po::value_semantic* semantic = description->semantic().get();
+    const std::string flag = "--" + description->long_name();
+    for (const std::string& value : o.value) {
+      if (!empty_allowed && value.empty() &&
+          dynamic_cast<const po::typed_value<std::string>*>(semantic)) {
+        return flag + " must not be empty";
+      }
+      const size_t first = value.find_first_not_of(" \t");
+      if (first != std::string::npos && value[first] == '-' &&
+          dynamic_cast<const po::typed_value<uint64_t>*>(semantic)) {
+        return flag + " must not be negative, got " + quote(value);
+      }
+    }
+  }
+  return "";
+}
 
 std::string error_message(po::error& e) {
   if (auto* with_name = dynamic_cast<po::error_with_option_name*>(&e)) {
@@ -41,11 +79,19 @@ int parse_or_usage(const std::string& command, const std::vector<std::string>& a
   try {
     po::command_line_parser parser(args);
     parser.options(options);
-    if (positional) parser.positional(*positional);
-    po::store(parser.run(), vm);
+    po::parsed_options parsed = parser.run();
+    const std::string stray = name_positional(parsed, positional);
+    po::store(parsed, vm);
     if (vm.count("help")) {
       std::cout << options << '\n';
       return kExitOk;
+    }
+    if (!stray.empty()) {
+      return usage_error(
+          command, "unexpected argument " + quote(stray) + " (not part of an option)", options);
+    }
+    if (const std::string reason = refused_value(parsed, false); !reason.empty()) {
+      return usage_error(command, reason, options);
     }
     po::notify(vm);
   } catch (po::error& e) {

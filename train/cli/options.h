@@ -1,4 +1,5 @@
-// Shared command-line parsing for the subcommands (Boost.Program_options).
+// Shared command-line parsing for the subcommands (Boost.Program_options), and the checks every
+// command applies to what it is given.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -9,12 +10,21 @@
 namespace gradlab::cli {
 
 // Parses args into vm and notifies. Returns -1 to continue, or an exit code: 0 after printing
-// --help, 2 after printing a one-line reason and the usage for a bad flag or value.
+// --help, 2 after printing a one-line reason and the usage for a bad flag or value. Besides
+// Boost's own checks, it refuses what Boost would accept silently: an argument that is not a
+// flag (unless `positional` names it), an empty value for a text option (a path, a name), and a
+// negative number for an unsigned option (see refused_value).
 int parse_or_usage(
     const std::string& command, const std::vector<std::string>& args,
     const boost::program_options::options_description& options,
     boost::program_options::variables_map& vm,
     const boost::program_options::positional_options_description* positional = nullptr);
+
+// The reason to refuse a parsed value that Boost accepts, or "": a negative number for an
+// unsigned option (Boost reads "-1" as 2^64 - 1), or, unless empty_allowed, an empty value for
+// a text option (`--out ""` would mean the default). A config file written by gradlab keeps
+// empty values (`data = ` for a toy task), so it is read with empty_allowed.
+std::string refused_value(const boost::program_options::parsed_options& parsed, bool empty_allowed);
 
 // e.what() for an error of Boost.Program_options. Boost 1.74 replaces each placeholder of a
 // message (%value%, %original_token%, ...) until none is left, so an argument that contains one

@@ -65,6 +65,18 @@ void expect_usage_error(const CommandResult& r, const std::string& command,
   EXPECT_TRUE(contains(r.err, "Options:")) << r.err;
 }
 
+// Exit 1: one line "gradlab <command>: <reason>" naming each of `named`, and no usage.
+void expect_runtime_failure(const CommandResult& r, const std::string& command,
+                            const std::vector<std::string>& named) {
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(first_line(r.err).starts_with("gradlab " + command + ": ")) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line:\n" << r.err;
+  for (const std::string& part : named) {
+    EXPECT_TRUE(contains(r.err, part)) << "does not name " << part << ":\n" << r.err;
+  }
+}
+
 // One tiny trained checkpoint, shared by the tests of the commands that read one.
 class BadInputs : public ::testing::Test {
  protected:
@@ -126,6 +138,43 @@ TEST_F(BadInputs, ThreadsAboveTheCapAreUsageErrorsForEveryCommandThatTakesThem) 
   // The cap itself is a valid choice.
   const CommandResult at_cap = run_gradlab({"eval", "--checkpoint", checkpoint_, "--threads", cap});
   EXPECT_EQ(at_cap.exit_code, 0) << at_cap.describe();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Special files: refused before they are opened. Opening a FIFO for reading waits for a writer,
+// so these used to hang (the checkpoint reader and --config opened the file first); a
+// directory given as --config used to train with the defaults.
+
+TEST_F(BadInputs, SpecialFilesAreRefusedWithoutOpeningThem) {
+  TempDir tmp;
+  const std::string fifo = tmp.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string dir = tmp.path().string();
+  const std::vector<std::string> train = {"train", "--out", tmp.file("never")};
+
+  expect_usage_error(run_gradlab(with(with(train, kTiny), {"--config", fifo}), quick()), "train",
+                     {"--config", fifo, "a FIFO"});
+  expect_usage_error(run_gradlab(with(with(train, kTiny), {"--config", dir}), quick()), "train",
+                     {"--config", dir, "a directory"});
+  expect_usage_error(run_gradlab(with(with(train, kTiny), {"--config", "/dev/null"}), quick()),
+                     "train", {"--config", "/dev/null", "a character device"});
+  // --data was already checked before it is opened; it stays so.
+  expect_usage_error(
+      run_gradlab(with(train, {"--task", "text", "--data", fifo, "--steps", "1"}), quick()),
+      "train", {fifo, "not a regular file"});
+  EXPECT_FALSE(fs::exists(tmp.file("never")));
+
+  expect_runtime_failure(run_gradlab({"train", "--resume", fifo, "--steps", "5"}, quick()), "train",
+                         {fifo, "not a regular file (a FIFO)"});
+  for (std::vector<std::string> args : valid_command_lines(tmp)) {
+    const std::string command = args[0];
+    if (command == "train" || command == "explain" || command == "gradcheck") continue;
+    std::replace(args.begin(), args.end(), checkpoint_, fifo);
+    SCOPED_TRACE(command);
+    expect_runtime_failure(run_gradlab(args, quick()), command,
+                           {fifo, "not a regular file (a FIFO)"});
+  }
+  EXPECT_FALSE(fs::exists(tmp.file("never.h5")));
 }
 
 // ---------------------------------------------------------------------------------------------

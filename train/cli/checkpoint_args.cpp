@@ -39,6 +39,7 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
       "threads", po::value(&a.threads)->default_value(1), "OpenMP threads");
   if (const int code = parse_or_usage(command, args, a.options, a.vm); code >= 0) return code;
   if (const int code = check_threads(command, a.threads, a.options); code >= 0) return code;
+  require_checkpoint_file(a.checkpoint);
   return -1;
 }
 

@@ -22,7 +22,8 @@ struct CheckpointArgs {
 };
 
 // Parses --checkpoint (required), --threads and the options already added to a.options;
-// returns -1 to go on or an exit code.
+// returns -1 to go on or an exit code. Throws CheckpointError if --checkpoint names a special
+// file (require_checkpoint_file in options.h).
 int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
                           CheckpointArgs& a);
 

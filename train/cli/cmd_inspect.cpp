@@ -24,7 +24,11 @@ int parse_inspect(const std::vector<std::string>& args, InspectArgs& a) {
                                                       "checkpoint file (.h5)");
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
-  return parse_or_usage("inspect", args, a.options, a.vm, &positional);
+  if (const int code = parse_or_usage("inspect", args, a.options, a.vm, &positional); code >= 0) {
+    return code;
+  }
+  require_checkpoint_file(a.path);
+  return -1;
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ int parse(const std::vector<std::string>& args, SampleArgs& a) {
     return usage_error("sample", "--temperature must not be negative", a.options);
   }
   if (a.sampling.top_k < 0) return usage_error("sample", "--top-k must not be negative", a.options);
+  require_checkpoint_file(a.checkpoint);
   return -1;
 }
 

@@ -158,6 +158,10 @@ int parse(const std::vector<std::string>& args, Options& opts) {
   if (const int code = parse_or_usage("train", args, options, vm); code >= 0) return code;
   try {
     if (!config_file.empty()) {
+      if (const auto kind = special_file(config_file)) {
+        return usage_error(
+            "train", "--config " + config_file + ": not a regular file (" + *kind + ")", options);
+      }
       std::ifstream in(config_file);
       if (!in) return usage_error("train", "--config: cannot read " + config_file, options);
       const po::parsed_options parsed = po::parse_config_file(in, options);
@@ -172,6 +176,7 @@ int parse(const std::vector<std::string>& args, Options& opts) {
   }
   if (!opts.resume.empty()) {
     const RunConfig given = opts.config;
+    require_checkpoint_file(opts.resume);
     opts.resumed = read_checkpoint(opts.resume);
     opts.config = from_entries(opts.resumed->config, opts.resume);
     for (const auto& [key, value] : vm) {

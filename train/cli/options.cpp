@@ -1,6 +1,8 @@
 // Command-line parsing shared by the subcommands.
 #include "train/cli/options.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -114,6 +116,24 @@ int check_threads(const std::string& command, int64_t threads,
     return usage_error(command, e.what(), options);
   }
   return -1;
+}
+
+std::optional<std::string> special_file(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) return std::nullopt;
+  if (S_ISDIR(info.st_mode)) return "a directory";
+  if (S_ISFIFO(info.st_mode)) return "a FIFO";
+  if (S_ISCHR(info.st_mode)) return "a character device";
+  if (S_ISBLK(info.st_mode)) return "a block device";
+  if (S_ISSOCK(info.st_mode)) return "a socket";
+  return "a special file";
+}
+
+void require_checkpoint_file(const std::string& path) {
+  const std::optional<std::string> kind = special_file(path);
+  if (kind && *kind != "a directory") {
+    throw CheckpointError(path + ": not a regular file (" + *kind + ")");
+  }
 }
 
 }  // namespace gradlab::cli

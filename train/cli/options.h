@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,17 @@ int usage_error(const std::string& command, const std::string& reason,
 // --threads within [1, train::max_threads()]: returns -1, or 2 after the usage error.
 int check_threads(const std::string& command, int64_t threads,
                   const boost::program_options::options_description& options);
+
+// What path is if it exists and is not a regular file ("a directory", "a FIFO", ...), found with
+// stat, which never opens it: opening a FIFO waits for a writer, forever. nullopt for a regular
+// file, and for a path stat cannot see (missing, no permission), which the reader reports when
+// it opens it.
+std::optional<std::string> special_file(const std::string& path);
+
+// Throws CheckpointError ("<path>: not a regular file (a FIFO)") when a checkpoint path (for
+// --checkpoint or --resume) is a special file other than a directory. The checkpoint reader
+// opens a directory without waiting and refuses it itself, and leaves room for a command that
+// accepts a run directory.
+void require_checkpoint_file(const std::string& path);
 
 }  // namespace gradlab::cli

@@ -140,6 +140,30 @@ TEST_F(BadInputs, ThreadsAboveTheCapAreUsageErrorsForEveryCommandThatTakesThem) 
   EXPECT_EQ(at_cap.exit_code, 0) << at_cap.describe();
 }
 
+// The sizes of a run are checked with the flags that set them: the message names --length or
+// --symbols when they make a tensor too large, not --d-model, --d-ff and --batch-size.
+TEST_F(BadInputs, SizesTooLargeNameTheFlagsThatSetThem) {
+  TempDir tmp;
+  const struct {
+    std::vector<std::string> args, named;
+  } cases[] = {
+      {{"--length", "100000"}, {"--length 100000", "--batch-size 64"}},
+      {{"--symbols", "1000000"}, {"--symbols 1000000", "logits"}},
+      {{"--length", "4096"}, {"--length 4096", "--heads 4", "attention scores"}},
+      {{"--eval-size", "1000000000"}, {"--eval-size 1000000000", "--length 10"}},
+      {{"--d-model", "65536", "--heads", "1"}, {"--d-model 65536", "[C, C]"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.args));
+    const CommandResult r = run_gradlab(with({"train", "--out", tmp.file("never")}, c.args));
+    expect_usage_error(r, "train", with(c.named, {"above 2^28 elements"}));
+    if (c.args[0] != "--d-model") {
+      EXPECT_FALSE(contains(first_line(r.err), "--d-ff")) << r.err;
+    }
+  }
+  EXPECT_FALSE(fs::exists(tmp.file("never")));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Special files: refused before they are opened. Opening a FIFO for reading waits for a writer,
 // so these used to hang (the checkpoint reader and --config opened the file first); a

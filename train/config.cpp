@@ -17,6 +17,41 @@ void check(bool ok, const std::string& message) {
   if (!ok) throw ConfigError(message);
 }
 
+// "--d-model 64"
+std::string flag(const std::string& name, int64_t value) {
+  return name + " " + format_number(value);
+}
+
+// The largest tensor a run may build: the checkpoint reader's limit, so that every model saved
+// can be loaded again.
+constexpr int64_t kMaxElements = int64_t{1} << 28;
+
+// Whether a tensor of these dims has at most kMaxElements elements. Checked factor by factor, so
+// nothing overflows: every factor may be a huge untrusted number.
+bool fits(std::initializer_list<int64_t> dims) {
+  int64_t count = 1;
+  for (const int64_t d : dims) {
+    if (d > kMaxElements / count) return false;
+    count *= std::max<int64_t>(d, 1);  // sizes are positive; 1 keeps the division defined
+  }
+  return true;
+}
+
+// Throws ConfigError unless the tensor fits, naming the flags that size it (e.g.
+// "--batch-size 64, --length 100000 and --d-model 64 describe [B, T, C] activations
+// [64, 200001, 64], above 2^28 elements").
+void check_elements(const std::string& what, std::initializer_list<int64_t> dims,
+                    const std::vector<std::string>& flags) {
+  if (fits(dims)) return;
+  std::string named, shape;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    named += (i == 0 ? "" : i + 1 == flags.size() ? " and " : ", ") + flags[i];
+  }
+  for (const int64_t d : dims) shape += (shape.empty() ? "" : ", ") + format_number(d);
+  throw ConfigError(named + (flags.size() == 1 ? " describes " : " describe ") + what + " [" +
+                    shape + "], above 2^28 elements");
+}
+
 }  // namespace
 
 std::vector<ConfigField> config_fields(RunConfig& c) {
@@ -184,18 +219,31 @@ void finalize(RunConfig& c) {
   c.net.vocab_size = vocab_size;
   c.net.max_len = positions;
   c.net.seed = c.seed;
-  // A model must be buildable and savable: no weight above the checkpoint's 2^28 elements
-  // (checked without overflow, since every factor may be a huge untrusted number).
-  const auto fits = [](int64_t a, int64_t b) {
-    return a <= (int64_t{1} << 28) / std::max<int64_t>(b, 1);
-  };
-  const int64_t width = std::max(c.net.d_ff, c.net.d_model);
-  check(fits(c.net.d_model, c.net.d_model) && fits(c.net.d_model, c.net.d_ff) &&
-            fits(c.net.d_model, c.net.vocab_size) && fits(c.net.max_len, width) &&
-            fits(c.batch_size, c.net.max_len * width),
-        "--d-model " + format_number(c.net.d_model) + ", --d-ff " + format_number(c.net.d_ff) +
-            " and --batch-size " + format_number(c.batch_size) +
-            " describe tensors above 2^28 elements");
+  // A run must be buildable and savable: no weight, activation or batch above the checkpoint's
+  // 2^28 elements. Each tensor is checked with the flags that size it, so that the message
+  // names what to make smaller. T is the longest sequence (the positions the model needs).
+  const bool text = c.task.name == "text";
+  const std::string model = flag("--d-model", c.net.d_model), ff = flag("--d-ff", c.net.d_ff),
+                    batch = flag("--batch-size", c.batch_size),
+                    length = text ? flag("--context", c.context) : flag("--length", c.task.length),
+                    vocabulary = text ? "the text's vocabulary of " + format_number(vocab_size)
+                                      : flag("--symbols", c.task.num_symbols);
+  const int64_t B = c.batch_size, T = positions, C = c.net.d_model, V = vocab_size;
+  check_elements("[C, C] weights", {C, C}, {model});
+  check_elements("[C, d_ff] weights", {C, c.net.d_ff}, {model, ff});
+  check_elements("the [vocabulary, C] embedding", {V, C}, {vocabulary, model});
+  check_elements("[B, T, C] activations", {B, T, C}, {batch, length, model});
+  check_elements("[B, T, d_ff] activations", {B, T, c.net.d_ff}, {batch, length, ff});
+  check_elements("[B, T, vocabulary] logits", {B, T, V}, {batch, length, vocabulary});
+  check_elements("[B, H, T, T] attention scores", {B, c.net.num_heads, T, T},
+                 {batch, flag("--heads", c.net.num_heads), length});
+  if (text) {
+    check_elements("[windows, T] validation windows", {c.eval_iters, c.context + 1},
+                   {flag("--eval-iters", c.eval_iters), length});
+  } else {
+    check_elements("[sequences, T] held-out set", {c.eval_size, T},
+                   {flag("--eval-size", c.eval_size), length});
+  }
   c.schedule.d_model = c.net.d_model;
   c.schedule.total_steps = c.steps;
 }

@@ -270,6 +270,38 @@ TEST_F(BadInputs, NegativeSeedsAreUsageErrorsNamingTheSeed) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Non-finite numbers
+
+TEST_F(BadInputs, NonFiniteFlagsAreUsageErrors) {
+  TempDir tmp;
+  for (const std::string value : {"inf", "nan", "-inf"}) {
+    for (const std::string flag : {"--clip", "--weight-decay", "--lr"}) {
+      SCOPED_TRACE(flag + " " + value);
+      expect_usage_error(
+          run_gradlab(with({"train", flag, value, "--out", tmp.file("never")}, kTiny), quick()),
+          "train", {flag + " must be a finite number"});
+    }
+  }
+  EXPECT_FALSE(fs::exists(tmp.file("never")));
+}
+
+// A NaN in a checkpoint's /config is the file's problem (exit 1, naming the file and the
+// attribute), not a usage error about a flag the user never gave.
+TEST_F(BadInputs, ANonFiniteNumberInACheckpointConfigNamesTheFileAndAttribute) {
+  TempDir tmp;
+  CheckpointData data = read_checkpoint(checkpoint_);
+  for (auto& [key, value] : data.config) {
+    if (key == "lr") value = std::numeric_limits<double>::quiet_NaN();
+  }
+  const std::string forged = tmp.file("nan-lr.h5");
+  save_checkpoint(forged, data);
+  expect_runtime_failure(run_gradlab({"train", "--resume", forged, "--steps", "5"}, quick()),
+                         "train", {forged, "/config/lr", "not a finite number"});
+  expect_runtime_failure(run_gradlab({"eval", "--checkpoint", forged}, quick()), "eval",
+                         {forged, "/config/lr", "not a finite number"});
+}
+
+// ---------------------------------------------------------------------------------------------
 // Messages stay short: a bad input is quoted by its first 80 bytes, then "...", and a control
 // character cannot break the one-line reason.
 

@@ -3,6 +3,7 @@
 #include "train/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 #include <variant>
 
@@ -172,6 +173,15 @@ std::pair<int64_t, int64_t> task_sizes(const RunConfig& c) {
 }  // namespace
 
 void check_fields(const RunConfig& c) {
+  // No setting is meant to be infinite or NaN, and a range check lets one through (x >= 0 takes
+  // inf; !(x < 0) takes nan): one check here covers every floating-point flag.
+  RunConfig copy = c;
+  for (const ConfigField& f : config_fields(copy)) {
+    if (const auto* value = std::get_if<double*>(&f.value)) {
+      check(std::isfinite(**value),
+            std::string("--") + f.key + " must be a finite number, got " + format_number(**value));
+    }
+  }
   if (c.task.name == "text") {
     check(!c.data.empty(), "--task text needs --data FILE");
     check(c.context > 0 && c.context <= (1 << 20),
@@ -300,6 +310,13 @@ RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::strin
             throw CheckpointError(path + ": /config/" + f.key + ": has the wrong type");
           }
           *p = static_cast<P>(*value);
+          if constexpr (std::is_same_v<P, double>) {
+            // Checked here, not by check_fields, so that it is reported as the file's problem.
+            if (!std::isfinite(*p)) {
+              throw CheckpointError(path + ": /config/" + f.key + ": not a finite number (" +
+                                    format_number(*p) + ")");
+            }
+          }
         },
         f.value);
   }

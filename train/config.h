@@ -85,7 +85,7 @@ void check_fields(const RunConfig& config);
 void finalize(RunConfig& config);
 
 // The checkpoint's /config attributes, and back. from_entries throws CheckpointError naming
-// the path and the missing or mistyped attribute.
+// the path and the missing, mistyped or non-finite attribute.
 std::vector<ConfigEntry> to_entries(const RunConfig& config);
 RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::string& path);
 

@@ -164,6 +164,21 @@ TEST_F(BadInputs, SizesTooLargeNameTheFlagsThatSetThem) {
   EXPECT_FALSE(fs::exists(tmp.file("never")));
 }
 
+// An allocation that fails is reported in words, with the sizes that asked for it, and exits 1:
+// "std::bad_alloc" alone told the user nothing. The address space is limited to 1 GB, so that
+// the shape walk's [C, C] weights (2^28 floats, allowed by explain's own check) cannot be
+// allocated at once.
+TEST_F(BadInputs, AFailedAllocationIsReportedInWordsNamingTheSizes) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer needs far more address space than the limit leaves";
+#endif
+  const CommandResult r =
+      run_command("/bin/sh", {"-c", "ulimit -v 1000000 && exec \"$0\" \"$@\"", GRADLAB_BINARY,
+                              "explain", "--shapes", "1,1,16384,1"});
+  expect_runtime_failure(r, "explain", {"out of memory", "--shapes 1,1,16384,1"});
+  EXPECT_FALSE(contains(r.err, "bad_alloc")) << r.err;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Special files: refused before they are opened. Opening a FIFO for reading waits for a writer,
 // so these used to hang (the checkpoint reader and --config opened the file first); a

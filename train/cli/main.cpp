@@ -4,6 +4,8 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <new>
+#include <stdexcept>
 
 #include "autograd/error.h"
 #include "autograd/format.h"
@@ -37,6 +39,51 @@ void print_usage(std::ostream& out) {
   }
 }
 
+// The flags whose values set how much memory a command needs.
+const std::vector<std::string>& sizing_flags(const std::string& command) {
+  static const std::vector<std::string> none;
+  static const std::map<std::string, std::vector<std::string>> table{
+      {"train",
+       {"--batch-size", "--eval-size", "--length", "--symbols", "--context", "--eval-iters",
+        "--d-model", "--d-ff", "--heads", "--layers", "--config", "--resume", "--data"}},
+      {"eval", {"--checkpoint", "--data"}},
+      {"predict", {"--checkpoint"}},
+      {"attention", {"--checkpoint"}},
+      {"sample", {"--checkpoint", "--tokens"}},
+      {"inspect", {"--checkpoint"}},
+      {"explain", {"--shapes"}},
+  };
+  const auto it = table.find(command);
+  return it == table.end() ? none : it->second;
+}
+
+// The reason for an allocation that failed (std::bad_alloc, std::length_error): a size too large
+// for this machine, named by the sizing flags given ("--batch-size 100000"), or by the flags
+// that set the sizes when none was given. Said in words: "std::bad_alloc" tells a user nothing.
+std::string out_of_memory(const std::string& command, const std::vector<std::string>& args) {
+  std::string given;
+  for (size_t i = 0; i < args.size(); ++i) {
+    for (const std::string& flag : sizing_flags(command)) {
+      std::string value;
+      if (args[i] == flag && i + 1 < args.size()) {
+        value = args[i + 1];
+      } else if (args[i].starts_with(flag + "=")) {
+        value = args[i].substr(flag.size() + 1);
+      } else {
+        continue;
+      }
+      given += (given.empty() ? "" : ", ") + flag + " " + gradlab::bounded(value);
+    }
+  }
+  if (!given.empty()) {
+    return "out of memory: the sizes given (" + given + ") need more memory than can be allocated";
+  }
+  std::string flags;
+  for (const std::string& flag : sizing_flags(command)) flags += (flags.empty() ? "" : ", ") + flag;
+  return "out of memory: the sizes of this run need more memory than can be allocated" +
+         (flags.empty() ? std::string() : " (they are set by " + flags + ")");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,10 +105,14 @@ int main(int argc, char** argv) {
     print_usage(std::cerr);
     return kExitUsage;
   }
+  const std::vector<std::string> args(argv + 2, argv + argc);
   try {
-    return it->second.first(std::vector<std::string>(argv + 2, argv + argc));
+    return it->second.first(args);
   } catch (const std::exception& e) {
-    std::cerr << "gradlab " << name << ": " << e.what() << '\n';
+    const bool allocation = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
+                            dynamic_cast<const std::length_error*>(&e) != nullptr;
+    std::cerr << "gradlab " << name << ": " << (allocation ? out_of_memory(name, args) : e.what())
+              << '\n';
     return kExitFailure;
   }
 }

@@ -4,16 +4,19 @@
 // or written.
 //
 // Input: argument words separated by '\n'; the first word names the subcommand (gradcheck,
-// explain, train, eval, predict, attention, inspect, sample), e.g. "train\n--steps\n0\n". Inputs with a
-// word containing '/' are rejected: the fuzzer runs in a temporary directory holding a small
-// valid checkpoint (ck.h5), a damaged one (bad.h5) and a config file (run.ini), so --resume and
-// --config reach real files, and no other file can be named. (Because of that working directory,
+// explain, train, eval, predict, attention, inspect, sample), e.g. "train\n--steps\n0\n". Inputs
+// with a word containing '/' are rejected: the fuzzer runs in a temporary directory holding a small
+// valid checkpoint (ck.h5), a damaged one (bad.h5), a config file (run.ini), a directory (dir)
+// and a FIFO (fifo), so --resume, --checkpoint, --config and --data reach real files of every
+// kind, and no other file can be named. (Because of that working directory,
 // give libFuzzer absolute paths for corpora and inputs, as scripts/fuzz.sh does.)
 //
 // What counts as a bug: any crash or sanitizer report; a return value other than -1 (go on),
 // 0 (--help, which prints the options to stdout) or 2 (usage error: stderr starts with
 // "gradlab <command>: " and shows the options); any exception other than the CheckpointError of
-// a bad --resume file (run_train lets that one reach main, which exits 1).
+// a bad --resume file or of a special file given as a checkpoint (run_<command> lets that one
+// reach main, which exits 1). Opening the FIFO would wait forever: that is a hang.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -89,6 +92,7 @@ void make_workdir() {
   std::ofstream("run.ini") << to_config_file(config);
   std::ofstream("bad.h5") << "\x89HDF\r\n\x1a\n not really";
   std::filesystem::create_directory("dir");
+  if (::mkfifo("fifo", 0600) != 0) bug("cannot make a FIFO");
 }
 
 }  // namespace
@@ -130,7 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     code = it->second(args);
   } catch (const CheckpointError&) {
-    code = kExitFailure;  // a bad --resume file: main prints it and exits 1
+    code = kExitFailure;  // a bad checkpoint file: main prints it and exits 1
   } catch (const std::exception& e) {
     escaped = std::string(typeid(e).name()) + ": " + e.what();
   } catch (...) {

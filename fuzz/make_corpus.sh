@@ -93,5 +93,36 @@ line inspect inspect ck.h5
 line explain explain
 line explain-shapes explain --shapes 2,5,8,4,2
 line gradcheck gradcheck --op relu --seed 3
+# Bad input of every class the command line refuses (tests/test_bad_inputs.cpp): threads above
+# the cap, sizes too large for a tensor, special files (a FIFO would hang if opened), stray
+# arguments, empty values, negative seeds, non-finite numbers, a long value quoted by a prefix.
+line train-threads-huge train --threads 100000
+line eval-threads-huge eval --checkpoint ck.h5 --threads 2147483648
+line sample-threads-huge sample --checkpoint ck.h5 --threads 100000
+line train-length-large train --length 100000
+line train-symbols-large train --symbols 1000000
+line train-scores-large train --length 4096
+line train-eval-size-large train --eval-size 1000000000
+line explain-shapes-large explain --shapes 1,1,16384,1
+line train-config-fifo train --config fifo
+line train-config-dir train --config dir
+line train-data-fifo train --task text --data fifo
+line train-resume-fifo train --resume fifo
+line eval-checkpoint-fifo eval --checkpoint fifo
+line eval-checkpoint-dir eval --checkpoint dir
+line inspect-fifo inspect fifo
+line sample-fifo sample --checkpoint fifo
+line train-positional train extra
+line explain-positional explain -- --shapes
+line inspect-positionals inspect ck.h5 extra
+line train-empty-resume train --resume ""
+line train-empty-config train --config ""
+line train-empty-out train --out ""
+line predict-empty-input predict --checkpoint ck.h5 --input ""
+line train-seed-negative train --seed -1
+line gradcheck-seed-negative gradcheck --seed=-1
+line train-clip-inf train --clip inf
+line train-lr-nan train --lr nan
+line train-long-task train --task "$(printf 'x%.0s' {1..300})"
 echo "fuzz corpus: $(find "$ck" -type f | wc -l) checkpoint inputs, $(find "$cli" -type f | wc -l)" \
   "command lines in $out"

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,33 @@ TEST_F(FitTest, SavesEveryNStepsAndKeepsTheNewest) {
   }
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"best.h5", "step-000025.h5", "step-000030.h5"}));
+}
+
+TEST_F(FitTest, PrunesOnlyTheCheckpointsItWrote) {
+  TempDir dir;
+  const std::string out = dir.file("run");
+  fs::create_directories(out);
+  // Step checkpoints of an earlier run, older and newer by name than this run's.
+  for (const char* name : {"step-000001.h5", "step-000100.h5"}) {
+    std::ofstream(fs::path(out) / name) << "an earlier run's checkpoint";
+  }
+  Trainer trainer(small_config());
+  LoopPolicy policy;
+  policy.steps = 15;
+  policy.eval_every = 1000;
+  policy.target_accuracy = 0;
+  policy.out_dir = out;
+  policy.save_every = 5;
+  policy.keep = 1;
+  Recorder seen;
+  fit(trainer, policy, seen);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    left.push_back(entry.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"best.h5", "step-000001.h5", "step-000015.h5",
+                                            "step-000100.h5"}));
 }
 
 TEST_F(FitTest, WritesNoFileWithoutAnOutputDirectory) {

@@ -18,6 +18,7 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "train/atomic_file.h"
 
 namespace gradlab::train {
 namespace {
@@ -339,31 +340,6 @@ void write_file(const std::string& path, const std::string& temp, const Checkpoi
   write_optimizer(path, file, data);
   write_train(path, file, data.train);
   guarded(path, item, [&] { file.close(); });
-}
-
-// Creates (or empties) the temporary file with POSIX first, so that a missing or unwritable
-// directory is reported with the system's reason rather than HDF5's.
-void create_empty(const std::string& path, const std::string& temp) {
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail_errno(path, "cannot create temporary file " + temp);
-  ::close(fd);
-}
-
-void fsync_path(const std::string& path, const std::string& target, int flags) {
-  const int fd = ::open(target.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) fail_errno(path, "cannot open " + target + " to sync it");
-  if (::fsync(fd) != 0) {
-    const int error = errno;
-    ::close(fd);
-    errno = error;
-    fail_errno(path, "cannot sync " + target);
-  }
-  ::close(fd);
-}
-
-std::string directory_of(const std::string& path) {
-  const std::string parent = std::filesystem::path(path).parent_path().string();
-  return parent.empty() ? "." : parent;
 }
 
 // ---- Reading -----------------------------------------------------------------------------
@@ -778,19 +754,11 @@ TrainState read_train(const Source& source) {
 void save_checkpoint(const std::string& path, const CheckpointData& data) {
   quiet_hdf5();
   check_savable(path, data);
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
   try {
-    create_empty(path, temp);
-    write_file(path, temp, data);
-    fsync_path(path, temp, O_RDONLY);
-    if (::rename(temp.c_str(), path.c_str()) != 0) {
-      fail_errno(path, "cannot rename " + temp + " over it");
-    }
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
+    replace_file(path, [&](const std::string& temp) { write_file(path, temp, data); });
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
   }
-  fsync_path(path, directory_of(path), O_RDONLY | O_DIRECTORY);
 }
 
 CheckpointData read_checkpoint(const std::string& path) {

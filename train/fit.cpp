@@ -7,22 +7,8 @@
 #include <vector>
 
 namespace gradlab::train {
-namespace {
 
 namespace fs = std::filesystem;
-
-// Deletes all but the newest `keep` step-*.h5 files (their names sort by step).
-void prune_checkpoints(const std::string& dir, int64_t keep) {
-  std::vector<fs::path> steps;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with("step-") && name.ends_with(".h5")) steps.push_back(entry.path());
-  }
-  std::sort(steps.begin(), steps.end());
-  for (size_t i = 0; i + keep < steps.size(); ++i) fs::remove(steps[i]);
-}
-
-}  // namespace
 
 std::string step_checkpoint_path(const std::string& dir, int64_t step) {
   char name[32];
@@ -40,6 +26,18 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
     save_checkpoint(path, trainer.checkpoint());
     last_saved = path;
     observer.on_checkpoint(trainer.step(), path);
+  };
+  // This run's step checkpoints, oldest first: the only ones pruning may delete.
+  std::vector<std::string> written = policy.earlier_checkpoints;
+  auto save_step = [&] {
+    const std::string path = step_checkpoint_path(policy.out_dir, trainer.step());
+    if (last_saved != path) save(path);
+    if (std::find(written.begin(), written.end(), path) == written.end()) written.push_back(path);
+    while (static_cast<int64_t>(written.size()) > policy.keep) {
+      fs::remove(written.front());
+      written.erase(written.begin());
+    }
+    return path;
   };
 
   bool reached = false, requested = false;
@@ -67,19 +65,12 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
       reached =
           policy.target_accuracy > 0 && result.last_metrics.exact_match >= policy.target_accuracy;
     }
-    if (saving && policy.save_every > 0 && step % policy.save_every == 0) {
-      save(step_checkpoint_path(policy.out_dir, step));
-      prune_checkpoints(policy.out_dir, policy.keep);
-    }
+    if (saving && policy.save_every > 0 && step % policy.save_every == 0) save_step();
   }
   result.reason = reached     ? StopReason::Target
                   : requested ? StopReason::Requested
                               : StopReason::Steps;
-  if (saving) {
-    result.checkpoint = step_checkpoint_path(policy.out_dir, trainer.step());
-    if (last_saved != result.checkpoint) save(result.checkpoint);
-    prune_checkpoints(policy.out_dir, policy.keep);
-  }
+  if (saving) result.checkpoint = save_step();
   result.last_checkpoint = last_saved;
   observer.on_stop(result);
   return result;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "train/trainer.h"
 
@@ -22,6 +23,10 @@ struct LoopPolicy {
   std::string out_dir;
   int64_t save_every = 0;
   int64_t keep = 3;
+  // Step checkpoints already in out_dir that belong to this run (those of the run a resume
+  // continues), oldest first. Pruning counts them with the ones fit writes; no other file is
+  // ever deleted.
+  std::vector<std::string> earlier_checkpoints;
 };
 
 enum class StopReason {

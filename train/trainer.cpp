@@ -9,6 +9,17 @@
 namespace gradlab::train {
 namespace {
 
+// Refuses a model with NaN or infinite weights, which only a diverged run can have saved (fit
+// never writes one): evaluating or resuming it would only spread the NaNs.
+void require_finite(const CheckpointData& data, const std::string& path) {
+  for (const auto& [name, value] : data.model) {
+    if (!std::isfinite(global_norm({value}))) {
+      throw CheckpointError(path + ": " + kModelGroup + "/" + name +
+                            ": holds non-finite values (saved from a diverged run)");
+    }
+  }
+}
+
 // Position of the largest logit in row `row` of a [N, V] view.
 int64_t argmax_row(const float* logits, int64_t row, int64_t vocab) {
   const float* r = logits + row * vocab;
@@ -219,6 +230,7 @@ CheckpointData Trainer::checkpoint() const {
 }
 
 void Trainer::restore(const CheckpointData& data, const std::string& path) {
+  require_finite(data, path);
   std::vector<nn::NamedTensor> params = model_->named_parameters();
   std::vector<Tensor> backup;
   for (const auto& [_, p] : params) backup.push_back(p.clone());
@@ -297,6 +309,7 @@ LoadedModel load_model(const std::string& checkpoint_path) {
   const CheckpointData data = read_checkpoint(checkpoint_path);
   LoadedModel loaded{checkpoint_config(data, checkpoint_path), nullptr};
   loaded.model = nn::make_sequence_model(loaded.config.model, loaded.config.net);
+  require_finite(data, checkpoint_path);
   restore_tensors(checkpoint_path, kModelGroup, data.model, loaded.model->named_parameters());
   loaded.model->dropout_gen->set_state(data.train.dropout_rng);
   return loaded;

@@ -79,9 +79,14 @@ struct Metrics {
   double exact_match = 0;     // sequences with every counted position right
 };
 
-// The loss or the gradient norm of a step was NaN or infinite; the step was not applied.
-struct NonFiniteLoss : std::runtime_error {
+// A run that diverged: nothing from its state may be saved (train::fit's rules, fit.h).
+struct Divergence : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// The loss or the gradient norm of a step was NaN or infinite; the step was not applied.
+struct NonFiniteLoss : Divergence {
+  using Divergence::Divergence;
 };
 
 struct StepResult {

@@ -375,13 +375,29 @@ struct Source {
   hsize_t size = 0;
 };
 
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "an unknown kind of file";
+}
+
+// stat first, open second: opening a FIFO blocks until something writes to it, and opening a
+// device can have effects of its own. The open (non-blocking, in case a FIFO took the file's
+// place after the stat) reports a file that cannot be read with the system's reason.
 void check_regular_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_errno(path, "cannot open");
   struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) fail_errno(path, "cannot open");
+  if (!S_ISREG(info.st_mode)) {
+    fail(path, std::string("not a regular file: ") + file_kind(info.st_mode));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail_errno(path, "cannot open");
   const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
   ::close(fd);
-  if (!regular) fail(path, "not a regular file");
+  if (!regular) fail(path, std::string("not a regular file: ") + file_kind(info.st_mode));
 }
 
 // The number after `key` in text, if there is one.
@@ -405,7 +421,9 @@ std::string open_failure(const std::string& reason) {
     return "truncated file: " + std::to_string(*size) + " bytes, its HDF5 header records " +
            std::to_string(*expected);
   }
-  return "cannot read the HDF5 file: " + reason;
+  // The file starts like an HDF5 file but HDF5 cannot read its superblock (an 8-byte file holding
+  // only the signature gets "bad byte number in an address"): say so before HDF5's words.
+  return "not a readable HDF5 file, so not a checkpoint (HDF5: " + reason + ")";
 }
 
 H5::H5File open_hdf5(const std::string& path) {

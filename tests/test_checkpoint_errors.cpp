@@ -1,6 +1,6 @@
 // Checkpoints under bad conditions: paths that are not regular files, files too short to be
-// HDF5. Every case must end in one CheckpointError line naming the file, never in a crash or a
-// hang.
+// HDF5, or declaring storage they do not hold. Every case must end in one CheckpointError line
+// naming the file, never in a crash, a hang or a large allocation.
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -35,6 +35,22 @@ namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::contains;
 using testing::run_gradlab;
+
+// A small checkpoint; the value 1234.5678f occurs once in it, as embed.weight[1, 2].
+CheckpointData small() {
+  CheckpointData data;
+  data.config = {{"task", std::string("copy")}, {"d_model", int64_t{4}}};
+  std::vector<float> embed(12);
+  for (size_t i = 0; i < embed.size(); ++i) embed[i] = 0.25f * static_cast<float>(i);
+  embed[5] = 1234.5678f;
+  data.model = {{"embed.weight", Tensor::from_vector(embed, {3, 4})},
+                {"scale", Tensor::from_vector(std::vector<float>{2.0f}, {})},
+                {"unused", Tensor::zeros({0, 4})}};
+  data.optimizer_step = 3;
+  data.optimizer_state = {{"embed.weight/momentum_buffer", Tensor::full({3, 4}, 0.5)}};
+  data.train.step = 3;
+  return data;
+}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -156,6 +172,96 @@ TEST_F(CheckpointErrors, ShortFilesAreNotCheckpoints) {
   const std::string empty = file("empty.h5");
   write_bytes(empty, "");
   EXPECT_EQ(load_error(empty), empty + ": not an HDF5 file");
+}
+
+// --- Declared sizes -------------------------------------------------------------------------
+
+// Adds dataset name to /model of path: float32 of shape dims, chunked as chunk, with deflate if
+// asked; write(dataset) may write some of it.
+void add_chunked(const std::string& path, const std::string& name, const std::vector<hsize_t>& dims,
+                 const std::vector<hsize_t>& chunk, bool deflate,
+                 const std::function<void(const H5::DataSet&)>& write = {}) {
+  H5::Exception::dontPrint();
+  H5::H5File h5(path, H5F_ACC_RDWR);
+  H5::DSetCreatPropList plist;
+  plist.setChunk(static_cast<int>(chunk.size()), chunk.data());
+  if (deflate) plist.setDeflate(1);
+  const H5::DataSet dataset = h5.openGroup("model").createDataSet(
+      name, H5::PredType::IEEE_F32LE, H5::DataSpace(static_cast<int>(dims.size()), dims.data()),
+      plist);
+  if (write) write(dataset);
+}
+
+// Writes bytes as the chunk at offset as they are, without HDF5's filters (a damaged chunk).
+void write_raw_chunk(const H5::DataSet& dataset, const std::vector<hsize_t>& offset,
+                     const std::string& bytes) {
+  ASSERT_GE(
+      H5Dwrite_chunk(dataset.getId(), H5P_DEFAULT, 0, offset.data(), bytes.size(), bytes.data()),
+      0);
+}
+
+// 2^28 elements (1 GiB of float32) declared in a small file and never written: refused from
+// the chunk count, before anything is allocated.
+TEST_F(CheckpointErrors, NeverWrittenChunkedDatasetsAreRefused) {
+  const std::string path = file("ckpt.h5");
+  save_checkpoint(path, small());
+  add_chunked(path, "huge", {16384, 16384}, {1024, 1024}, true);
+  EXPECT_EQ(load_error(path), path + ": /model/huge: values not written: 0 of 256 chunks stored");
+
+  save_checkpoint(path, small());
+  add_chunked(path, "part", {4, 4}, {2, 2}, false, [](const H5::DataSet& d) {
+    write_raw_chunk(d, {2, 0}, std::string(16, '\0'));
+  });
+  EXPECT_EQ(load_error(path), path + ": /model/part: values not written: 1 of 4 chunks stored");
+}
+
+TEST_F(CheckpointErrors, ChunksSmallerThanTheirValuesAreRefused) {
+  const std::string path = file("ckpt.h5");
+  save_checkpoint(path, small());
+  add_chunked(path, "short", {4}, {4}, false,
+              [](const H5::DataSet& d) { write_raw_chunk(d, {0}, std::string(8, '\0')); });
+  EXPECT_EQ(load_error(path), path + ": /model/short: stores 8 bytes but its chunks need 16");
+
+  // 4 MiB of values in 8 compressed bytes: more than deflate's 1032:1.
+  save_checkpoint(path, small());
+  add_chunked(path, "bomb", {1 << 20}, {1 << 20}, true,
+              [](const H5::DataSet& d) { write_raw_chunk(d, {0}, std::string(8, '\0')); });
+  EXPECT_EQ(load_error(path), path +
+                                  ": /model/bomb: stores 8 compressed bytes for 4194304, more "
+                                  "than deflate can compress");
+}
+
+// Given the model it restores into, read_checkpoint reports a dataset the model does not have
+// before it reads any value: here the unexpected dataset's compressed chunk is damaged.
+TEST_F(CheckpointErrors, UnexpectedNamesAreReportedBeforeAnyValueIsRead) {
+  const std::string path = file("ckpt.h5");
+  save_checkpoint(path, small());
+  add_chunked(path, "extra", {16}, {16}, true,
+              [](const H5::DataSet& d) { write_raw_chunk(d, {0}, std::string(32, 'x')); });
+  const CheckpointData live = small();
+  EXPECT_EQ(in_child([&] {
+              read_checkpoint(path, {live.model, live.optimizer_state});
+            }),
+            "error: " + path + ": /model/extra: unexpected: not in the model");
+  // Without the model, the damaged values are what is reported.
+  EXPECT_TRUE(load_error(path).starts_with(path + ": /model/extra: ")) << load_error(path);
+}
+
+// `gradlab eval` on a checkpoint with a never-written 2^28-element dataset: exit 1, one line.
+TEST_F(CheckpointErrors, EvalRefusesADeclaredButUnwrittenDataset) {
+  const std::string run = file("run");
+  const CommandResult trained = run_gradlab(
+      {"train", "--length", "2", "--symbols",    "3", "--d-model",         "8", "--heads",
+       "2",     "--layers", "1", "--d-ff",       "8", "--batch-size",      "2", "--eval-size",
+       "2",     "--steps",  "1", "--eval-every", "1", "--target-accuracy", "0", "--out",
+       run});
+  ASSERT_EQ(trained.exit_code, 0) << trained.describe();
+  const std::string path = run + "/step-000001.h5";
+  add_chunked(path, "extra.weight", {16384, 16384}, {16384, 16384}, false);
+  const CommandResult r = run_gradlab({"eval", "--checkpoint", path});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.err, "gradlab eval: " + path +
+                       ": /model/extra.weight: values not written: 0 of 1 chunks stored\n");
 }
 
 }  // namespace

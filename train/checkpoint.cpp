@@ -78,10 +78,15 @@ auto guarded(const std::string& path, const std::string& item, F&& f) {
   }
 }
 
-// Throws H5::Exception (which guarded converts) when a C API call reports failure.
+// Throws H5::Exception (which guarded converts) when a C API call reports failure, with HDF5's
+// reason taken now: the C++ objects closed while the exception unwinds clear the error stack.
 template <class T>
 T checked(T result, const char* function) {
-  if (result < 0) throw H5::Exception(function, "failed");
+  if (result < 0) {
+    std::string reason;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &reason);
+    throw H5::Exception(function, reason.empty() ? "failed" : reason);
+  }
   return result;
 }
 
@@ -673,13 +678,87 @@ Shape dataset_shape(const std::string& path, const std::string& item, const H5::
   return Shape(dims.begin(), dims.end());
 }
 
-// Contiguous data (what gradlab writes) must occupy exactly the bytes its shape needs, within the
-// file. Chunked data may be compressed by other tools; its size is bounded by the element cap.
+// Deflate, HDF5's only built-in compression, compresses at most 1032:1.
+constexpr hsize_t kMaxDeflateRatio = 1032;
+
+// A chunked dataset must have every chunk written (HDF5 would return fill values for the others),
+// and uncompressed chunks must be full size (plus 4 bytes of Fletcher-32 checksum each).
+// Compressed chunks may be far smaller than the values, but by no more than deflate can.
+void check_chunks(const Source& source, const std::string& item, const H5::DataSet& dataset,
+                  hsize_t stored, hsize_t needed, size_t element_size) {
+  const std::string& path = source.path;
+  const H5::DSetCreatPropList plist = dataset.getCreatePlist();
+  const H5::DataSpace space = dataset.getSpace();
+  const int rank = space.getSimpleExtentNdims();
+  std::vector<hsize_t> dims(static_cast<size_t>(rank)), chunk(static_cast<size_t>(rank));
+  space.getSimpleExtentDims(dims.data());
+  if (plist.getChunk(rank, chunk.data()) != rank) fail(path, item, "damaged chunk layout");
+  hsize_t chunk_elements = 1, expected_chunks = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    // Shape and chunk both hold at most 2^28 elements, so neither product overflows.
+    if (chunk[i] == 0 || chunk[i] > kMaxElements || (chunk_elements *= chunk[i]) > kMaxElements) {
+      fail(path, item, "chunk " + dims_to_string(chunk) + " is empty or above 2^28 elements");
+    }
+    expected_chunks *= (dims[i] + chunk[i] - 1) / chunk[i];
+  }
+  hsize_t chunks = 0;
+  checked(H5Dget_num_chunks(dataset.getId(), space.getId(), &chunks), "H5Dget_num_chunks");
+  if (chunks != expected_chunks) {
+    fail(path, item,
+         "values not written: " + std::to_string(chunks) + " of " +
+             std::to_string(expected_chunks) + " chunks stored");
+  }
+  bool compressed = false;
+  hsize_t checksums = 0;
+  for (int i = 0; i < plist.getNfilters(); ++i) {
+    unsigned flags = 0, config = 0;
+    size_t count = 0;
+    char name[64] = {};
+    switch (H5Pget_filter2(plist.getId(), static_cast<unsigned>(i), &flags, &count, nullptr,
+                           sizeof name, name, &config)) {
+      case H5Z_FILTER_FLETCHER32:
+        checksums = 4 * chunks;
+        break;
+      case H5Z_FILTER_SHUFFLE:
+        break;
+      case H5Z_FILTER_DEFLATE:
+        compressed = true;
+        break;
+      default:
+        fail(path, item,
+             std::string("filter '") + name +
+                 "' is not supported (only deflate, shuffle and fletcher32)");
+    }
+  }
+  const hsize_t full = chunks * chunk_elements * element_size;
+  if (!compressed && (stored < full || stored > full + checksums)) {
+    fail(path, item,
+         "stores " + std::to_string(stored) + " bytes but its chunks need " + std::to_string(full));
+  }
+  if (compressed && needed > kMaxDeflateRatio * stored) {
+    fail(path, item,
+         "stores " + std::to_string(stored) + " compressed bytes for " + std::to_string(needed) +
+             ", more than deflate can compress");
+  }
+}
+
+// The storage must hold the values the shape declares, within the file, before anything is
+// allocated for them: a small damaged file must not get gigabytes allocated for data it does not
+// hold (found by fuzzing with a lower malloc limit). Values kept in other files (external
+// storage, virtual datasets) are refused, as external links are.
 void check_storage(const Source& source, const std::string& item, const H5::DataSet& dataset,
-                   hsize_t needed) {
-  if (dataset.getCreatePlist().getLayout() != H5D_CONTIGUOUS) return;
+                   hsize_t needed, size_t element_size) {
+  const H5::DSetCreatPropList plist = dataset.getCreatePlist();
+  if (plist.getExternalCount() > 0) {
+    fail(source.path, item, "values in an external file (not allowed)");
+  }
+  const H5D_layout_t layout = plist.getLayout();
   const hsize_t stored = dataset.getStorageSize();
-  if (stored != needed) {
+  if (layout == H5D_CHUNKED) {
+    check_chunks(source, item, dataset, stored, needed, element_size);
+  } else if (layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) {
+    fail(source.path, item, "a virtual dataset (not allowed)");
+  } else if (stored != needed) {
     fail(source.path, item,
          "stores " + std::to_string(stored) + " bytes but its shape and type need " +
              std::to_string(needed));
@@ -691,21 +770,43 @@ void check_storage(const Source& source, const std::string& item, const H5::Data
   }
 }
 
-Tensor read_tensor(const Source& source, const std::string& item, const H5::Group& group,
-                   const std::string& name) {
+// A tensor dataset whose type, shape and storage are checked and whose values are not read yet.
+struct StoredTensor {
+  std::string name;  // as in CheckpointData: "<parameter>" or "<parameter>/<slot>"
+  std::string item;  // "/model/<parameter>" or "/optimizer/<parameter>/<slot>"
+  H5::DataSet dataset;
+  DType dtype;
+  Shape shape;
+};
+
+StoredTensor open_tensor(const Source& source, const std::string& name, const std::string& item,
+                         const H5::Group& group, const std::string& link) {
   return guarded(source.path, item, [&] {
-    expect_child(source.path, item, group, name, H5O_TYPE_DATASET);
-    const H5::DataSet dataset = group.openDataSet(name);
+    expect_child(source.path, item, group, link, H5O_TYPE_DATASET);
+    H5::DataSet dataset = group.openDataSet(link);
     const DType dtype = dataset_dtype(source.path, item, dataset);
     const Shape shape = dataset_shape(source.path, item, dataset);
-    // Storage first, allocation second: a small file must not get a 2 GiB tensor allocated for a
-    // contiguous dataset it does not hold (found by fuzzing with a lower malloc limit).
-    check_storage(source, item, dataset, static_cast<hsize_t>(numel(shape)) * dtype_size(dtype));
-    Tensor tensor = Tensor::empty(shape, dtype);
+    const size_t size = dtype_size(dtype);
+    check_storage(source, item, dataset, static_cast<hsize_t>(numel(shape)) * size, size);
+    return StoredTensor{name, item, std::move(dataset), dtype, shape};
+  });
+}
+
+Tensor read_values(const std::string& path, const StoredTensor& stored) {
+  return guarded(path, stored.item, [&] {
+    Tensor tensor = Tensor::empty(stored.shape, stored.dtype);
     if (tensor.numel() == 0) return tensor;
-    dispatch(dtype, [&]<class T>() { dataset.read(tensor.data<T>(), native_type<T>()); });
+    dispatch(stored.dtype,
+             [&]<class T>() { stored.dataset.read(tensor.data<T>(), native_type<T>()); });
     return tensor;
   });
+}
+
+std::vector<nn::NamedTensor> read_values(const std::string& path,
+                                         const std::vector<StoredTensor>& stored) {
+  std::vector<nn::NamedTensor> tensors;
+  for (const StoredTensor& s : stored) tensors.emplace_back(s.name, read_values(path, s));
+  return tensors;
 }
 
 // ---- Reading: the sections ----------------------------------------------------------------
@@ -745,29 +846,28 @@ std::vector<ConfigEntry> read_config(const Source& source) {
   return config;
 }
 
-std::vector<nn::NamedTensor> read_model(const Source& source) {
+std::vector<StoredTensor> open_model(const Source& source) {
   const H5::Group group = open_group(source.path, kModelGroup, source.file, "model");
-  std::vector<nn::NamedTensor> model;
+  std::vector<StoredTensor> model;
   for (const std::string& name :
        guarded(source.path, kModelGroup, [&] { return link_names(group); })) {
-    model.emplace_back(name, read_tensor(source, kModelGroup + ("/" + name), group, name));
+    model.push_back(open_tensor(source, name, kModelGroup + ("/" + name), group, name));
   }
   return model;
 }
 
-std::vector<nn::NamedTensor> read_optimizer_state(const Source& source, const H5::Group& group,
-                                                  const std::vector<nn::NamedTensor>& model) {
+std::vector<StoredTensor> open_optimizer_state(const Source& source, const H5::Group& group,
+                                               const std::vector<StoredTensor>& model) {
   std::set<std::string> parameters;
-  for (const auto& entry : model) parameters.insert(entry.first);
-  std::vector<nn::NamedTensor> state;
+  for (const StoredTensor& entry : model) parameters.insert(entry.name);
+  std::vector<StoredTensor> state;
   for (const std::string& parameter :
        guarded(source.path, kOptimizerGroup, [&] { return link_names(group); })) {
     const std::string item = kOptimizerGroup + ("/" + parameter);
     const H5::Group slots = open_group(source.path, item, group, parameter);
     if (!parameters.contains(parameter)) fail(source.path, item, "no such parameter in /model");
     for (const std::string& slot : guarded(source.path, item, [&] { return link_names(slots); })) {
-      state.emplace_back(parameter + "/" + slot,
-                         read_tensor(source, item + "/" + slot, slots, slot));
+      state.push_back(open_tensor(source, parameter + "/" + slot, item + "/" + slot, slots, slot));
     }
   }
   return state;
@@ -791,6 +891,60 @@ TrainState read_train(const Source& source) {
   return train;
 }
 
+std::vector<std::pair<std::string, Shape>> shapes_of(const std::vector<StoredTensor>& tensors) {
+  std::vector<std::pair<std::string, Shape>> shapes;
+  for (const StoredTensor& t : tensors) shapes.emplace_back(t.name, t.shape);
+  return shapes;
+}
+
+// The names of stored and live must match exactly in both directions, every shape must be equal
+// and every live tensor defined (group names the owner in messages: "the model").
+void check_matching(const std::string& path, const char* group,
+                    const std::vector<std::pair<std::string, Shape>>& stored,
+                    const std::vector<nn::NamedTensor>& live) {
+  const std::string owner = std::string("the ") + (group[0] == '/' ? group + 1 : group);
+  std::map<std::string, Shape> by_name(stored.begin(), stored.end());
+  for (const auto& [name, tensor] : live) {
+    const std::string item = std::string(group) + "/" + name;
+    if (!tensor.defined()) fail(path, item, "the live tensor is undefined");
+    const auto found = by_name.find(name);
+    if (found == by_name.end()) fail(path, item, "missing from the checkpoint");
+    if (found->second != tensor.shape()) {
+      fail(path, item,
+           "shape " + gradlab::to_string(found->second) + " does not match " + owner + "'s " +
+               gradlab::to_string(tensor.shape()));
+    }
+    by_name.erase(found);
+  }
+  for (const auto& entry : stored) {
+    if (by_name.contains(entry.first)) {
+      fail(path, std::string(group) + "/" + entry.first, "unexpected: not in " + owner);
+    }
+  }
+}
+
+CheckpointData read_all(const std::string& path, const ExpectedTensors* expected) {
+  const Source source = open_checkpoint(path);
+  CheckpointData data;
+  data.config = read_config(source);
+  // Every name, type, shape and storage first, values last: a damaged file is refused, and a
+  // file that does not fit the caller's model is reported as such, before a value is allocated.
+  const std::vector<StoredTensor> model = open_model(source);
+  const H5::Group optimizer = open_group(path, kOptimizerGroup, source.file, "optimizer");
+  data.optimizer_step = step_attr(path, optimizer, kOptimizerGroup, "step");
+  const std::vector<StoredTensor> state = open_optimizer_state(source, optimizer, model);
+  data.train = read_train(source);
+  if (expected) {
+    check_matching(path, kModelGroup, shapes_of(model), expected->model);
+    if (expected->optimizer_state) {
+      check_matching(path, kOptimizerGroup, shapes_of(state), *expected->optimizer_state);
+    }
+  }
+  data.model = read_values(path, model);
+  data.optimizer_state = read_values(path, state);
+  return data;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const CheckpointData& data) {
@@ -811,16 +965,12 @@ void save_checkpoint(const std::string& path, const CheckpointData& data) {
   fsync_path(path, directory_of(path), O_RDONLY | O_DIRECTORY);
 }
 
+CheckpointData read_checkpoint(const std::string& path, const ExpectedTensors& expected) {
+  return read_all(path, &expected);
+}
+
 CheckpointData read_checkpoint(const std::string& path) {
-  const Source source = open_checkpoint(path);
-  CheckpointData data;
-  data.config = read_config(source);
-  data.model = read_model(source);
-  const H5::Group optimizer = open_group(path, kOptimizerGroup, source.file, "optimizer");
-  data.optimizer_step = step_attr(path, optimizer, kOptimizerGroup, "step");
-  data.optimizer_state = read_optimizer_state(source, optimizer, data.model);
-  data.train = read_train(source);
-  return data;
+  return read_all(path, nullptr);
 }
 
 std::vector<ConfigEntry> read_checkpoint_config(const std::string& path) {
@@ -830,27 +980,14 @@ std::vector<ConfigEntry> read_checkpoint_config(const std::string& path) {
 void restore_tensors(const std::string& path, const char* group,
                      const std::vector<nn::NamedTensor>& stored,
                      const std::vector<nn::NamedTensor>& live) {
-  const std::string owner = std::string("the ") + (group[0] == '/' ? group + 1 : group);
-  std::map<std::string, Tensor> by_name(stored.begin(), stored.end());
+  std::vector<std::pair<std::string, Shape>> shapes;
+  for (const auto& [name, tensor] : stored) shapes.emplace_back(name, tensor.shape());
+  check_matching(path, group, shapes, live);
+  const std::map<std::string, Tensor> by_name(stored.begin(), stored.end());
   std::vector<Tensor> sources;  // converted to the live dtypes before anything is copied
   for (const auto& [name, tensor] : live) {
-    const std::string item = std::string(group) + "/" + name;
-    if (!tensor.defined()) fail(path, item, "the live tensor is undefined");
-    const auto found = by_name.find(name);
-    if (found == by_name.end()) fail(path, item, "missing from the checkpoint");
-    const Tensor& source = found->second;
-    if (source.shape() != tensor.shape()) {
-      fail(path, item,
-           "shape " + gradlab::to_string(source.shape()) + " does not match " + owner + "'s " +
-               gradlab::to_string(tensor.shape()));
-    }
+    const Tensor& source = by_name.at(name);
     sources.push_back(source.dtype() == tensor.dtype() ? source : source.to(tensor.dtype()));
-    by_name.erase(found);
-  }
-  for (const auto& entry : stored) {
-    if (by_name.contains(entry.first)) {
-      fail(path, std::string(group) + "/" + entry.first, "unexpected: not in " + owner);
-    }
   }
   for (size_t i = 0; i < live.size(); ++i) {
     Tensor target = live[i].second;

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -58,9 +59,21 @@ struct CheckpointData {
 void save_checkpoint(const std::string& path, const CheckpointData& data);
 
 // Reads and validates the whole file: format, version, every group, attribute and dataset (type,
-// rank, size), and that each /optimizer/<parameter> names a /model dataset. Tensors come back
-// with the file's dtype and shape, in the order they were saved.
+// rank, size, storage), and that each /optimizer/<parameter> names a /model dataset, all before
+// the first tensor value is read. Tensors come back with the file's dtype and shape, in the order
+// they were saved.
 CheckpointData read_checkpoint(const std::string& path);
+
+// The live tensors a checkpoint is about to be restored into.
+struct ExpectedTensors {
+  std::vector<nn::NamedTensor> model;
+  // Unchecked when absent (a model loaded without its optimizer).
+  std::optional<std::vector<nn::NamedTensor>> optimizer_state;
+};
+
+// read_checkpoint, plus restore_tensors' checks of the names and shapes against expected before
+// the first value is read, so that a file which does not fit the model costs no allocation.
+CheckpointData read_checkpoint(const std::string& path, const ExpectedTensors& expected);
 
 // Only the format, version and /config, without reading a tensor: a run's configuration at the
 // cost of a few attributes (`gradlab inspect` prints the parameters too, so it reads the whole

@@ -1,6 +1,9 @@
-// Checkpoints under bad conditions: paths that are not regular files, files too short to be
-// HDF5, or declaring storage they do not hold. Every case must end in one CheckpointError line
-// naming the file, never in a crash, a hang or a large allocation.
+// Checkpoints under bad conditions: saves onto a full or read-only file system, files that are not
+// regular, too short to be HDF5, or declaring storage they do not hold. Every case must end in one
+// CheckpointError line naming the file, never in a crash, a hang or a large allocation, and a
+// failed save must leave the previous file as it was.
+//
+// The file-system cases mount a small tmpfs, which needs root (as in CI); elsewhere they skip.
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -52,6 +55,20 @@ CheckpointData small() {
   return data;
 }
 
+// small() with a 256 KiB tensor more: too large for the file systems below.
+CheckpointData large() {
+  CheckpointData data = small();
+  data.train.step = 4;
+  data.model.emplace_back("big", Tensor::full({256, 256}, 0.125));
+  data.optimizer_state.emplace_back("big/momentum_buffer", Tensor::full({256, 256}, 0.0));
+  return data;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
@@ -100,6 +117,42 @@ std::string in_child(const std::function<void()>& f, int timeout_ms = 20000) {
   return out;
 }
 
+// A tmpfs of a few kilobytes mounted at dir for the life of the object.
+class SmallTmpfs {
+ public:
+  SmallTmpfs(const fs::path& dir, size_t bytes) : dir_(dir) {
+    fs::create_directories(dir);
+    const std::string options = "size=" + std::to_string(bytes) + ",mode=0755";
+    if (::mount("gradlab-test", dir.c_str(), "tmpfs", 0, options.c_str()) == 0) {
+      mounted_ = true;
+    } else {
+      error_ = std::strerror(errno);
+    }
+  }
+  ~SmallTmpfs() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  SmallTmpfs(const SmallTmpfs&) = delete;
+  SmallTmpfs& operator=(const SmallTmpfs&) = delete;
+
+  bool mounted() const { return mounted_; }
+  const std::string& error() const { return error_; }
+  bool make_read_only() {
+    return ::mount(nullptr, dir_.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) == 0;
+  }
+
+ private:
+  fs::path dir_;
+  bool mounted_ = false;
+  std::string error_;
+};
+
+#define SKIP_UNLESS_MOUNTED(tmpfs)                                                           \
+  if (!(tmpfs).mounted()) {                                                                  \
+    GTEST_SKIP() << "cannot mount a tmpfs here (" << (tmpfs).error()                         \
+                 << "): the full and read-only file system cases need root (CAP_SYS_ADMIN)"; \
+  }
+
 class CheckpointErrors : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -131,6 +184,69 @@ class CheckpointErrors : public ::testing::Test {
 
   fs::path dir_;
 };
+
+// --- Saving onto a failing file system ------------------------------------------------------
+
+// A save that does not fit: for several sizes of file system (so the write fails at different
+// points), one line naming the file and the system's reason, no crash, no temporary file left,
+// and the previous checkpoint unchanged.
+TEST_F(CheckpointErrors, SaveOnAFullDiskIsOneLineAndKeepsThePreviousFile) {
+  for (const size_t kib : {48, 96, 160}) {
+    SCOPED_TRACE(std::to_string(kib) + " KiB file system");
+    const fs::path mount = dir_ / ("fs-" + std::to_string(kib));
+    const SmallTmpfs tmpfs(mount, kib * 1024);
+    SKIP_UNLESS_MOUNTED(tmpfs);
+    const std::string path = (mount / "ckpt.h5").string();
+    save_checkpoint(path, small());
+    const std::string before = read_bytes(path);
+
+    const std::string result = in_child([&] { save_checkpoint(path, large()); });
+    const std::string temp = path + ".tmp-";
+    EXPECT_TRUE(result.starts_with("error: " + path + ": cannot write temporary file " + temp))
+        << result;
+    EXPECT_TRUE(result.ends_with(": No space left on device")) << result;
+    EXPECT_FALSE(contains(result, "\n")) << result;
+    EXPECT_EQ(listing(mount), std::set<std::string>{"ckpt.h5"});
+    EXPECT_EQ(read_bytes(path), before);
+    EXPECT_EQ(read_checkpoint(path).train.step, 3);
+  }
+}
+
+TEST_F(CheckpointErrors, SaveOnAReadOnlyFileSystemKeepsThePreviousFile) {
+  const fs::path mount = dir_ / "fs";
+  SmallTmpfs tmpfs(mount, 256 * 1024);
+  SKIP_UNLESS_MOUNTED(tmpfs);
+  const std::string path = (mount / "ckpt.h5").string();
+  save_checkpoint(path, small());
+  const std::string before = read_bytes(path);
+  ASSERT_TRUE(tmpfs.make_read_only()) << std::strerror(errno);
+
+  const std::string result = in_child([&] { save_checkpoint(path, large()); });
+  EXPECT_TRUE(result.starts_with("error: " + path + ": cannot create temporary file")) << result;
+  EXPECT_TRUE(result.ends_with(": Read-only file system")) << result;
+  EXPECT_EQ(listing(mount), std::set<std::string>{"ckpt.h5"});
+  EXPECT_EQ(read_bytes(path), before);
+}
+
+// The command line: a run directory on a full file system ends `gradlab train` with exit 1 and
+// one line, not a crash, and leaves no temporary file.
+TEST_F(CheckpointErrors, TrainOnAFullDiskExitsWithOneLine) {
+  const fs::path mount = dir_ / "fs";
+  const SmallTmpfs tmpfs(mount, 16 * 1024);
+  SKIP_UNLESS_MOUNTED(tmpfs);
+  const fs::path run = mount / "run";
+  const CommandResult r = run_gradlab(
+      {"train",     "--length", "2", "--symbols",    "3", "--d-model",         "8", "--heads",
+       "2",         "--layers", "1", "--d-ff",       "8", "--batch-size",      "2", "--eval-size",
+       "2",         "--steps",  "2", "--eval-every", "1", "--target-accuracy", "0", "--out",
+       run.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "No space left on device")) << r.err;
+  for (const auto& name : listing(run)) {
+    EXPECT_FALSE(contains(name, ".tmp-")) << name;
+  }
+}
 
 // --- Files that are not checkpoints ----------------------------------------------------------
 

@@ -55,7 +55,9 @@ struct CheckpointData {
 // Writes data to path atomically: a temporary file in the same directory is written, closed,
 // fsynced and renamed over path, then the directory is fsynced. Tensors are stored in their own
 // dtype (float32 or float64), so values round-trip bit-identically. Throws CheckpointError for an
-// invalid name (empty, containing '/', duplicated) before anything is written.
+// invalid name (empty, containing '/', duplicated) before anything is written, and for a failed
+// write (full disk, quota, read-only or failing device) with the system's reason; the temporary
+// file is removed and the previous file at path stays intact.
 void save_checkpoint(const std::string& path, const CheckpointData& data);
 
 // Reads and validates the whole file: format, version, every group, attribute and dataset (type,

@@ -1,7 +1,7 @@
 // Checkpoints under bad conditions: saves onto a full or read-only file system, files that are not
-// regular, too short to be HDF5, or declaring storage they do not hold. Every case must end in one
-// CheckpointError line naming the file, never in a crash, a hang or a large allocation, and a
-// failed save must leave the previous file as it was.
+// regular, too short to be HDF5, damaged inside a tensor's values, or declaring storage they do
+// not hold. Every case must end in one CheckpointError line naming the file, never in a crash, a
+// hang or a large allocation, and a failed save must leave the previous file as it was.
 //
 // The file-system cases mount a small tmpfs, which needs root (as in CI); elsewhere they skip.
 #include <H5Cpp.h>
@@ -288,6 +288,64 @@ TEST_F(CheckpointErrors, ShortFilesAreNotCheckpoints) {
   const std::string empty = file("empty.h5");
   write_bytes(empty, "");
   EXPECT_EQ(load_error(empty), empty + ": not an HDF5 file");
+}
+
+// --- Checksums on values --------------------------------------------------------------------
+
+TEST_F(CheckpointErrors, TensorsAreStoredWithFletcher32) {
+  const std::string path = file("ckpt.h5");
+  save_checkpoint(path, small());
+  H5::H5File h5(path, H5F_ACC_RDONLY);
+  const auto layout = [&](const std::string& name) {
+    return h5.openDataSet(name).getCreatePlist();
+  };
+  for (const char* name : {"/model/embed.weight", "/optimizer/embed.weight/momentum_buffer"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(layout(name).getLayout(), H5D_CHUNKED);
+    EXPECT_TRUE(layout(name).allFiltersAvail());
+    ASSERT_EQ(layout(name).getNfilters(), 1);
+    unsigned flags = 0, config = 0;
+    size_t count = 0;
+    char filter_name[32];
+    EXPECT_EQ(
+        layout(name).getFilter(0, flags, count, nullptr, sizeof filter_name, filter_name, config),
+        H5Z_FILTER_FLETCHER32);
+  }
+  // A scalar is kept inside its object header, which HDF5 checksums.
+  EXPECT_EQ(layout("/model/scale").getLayout(), H5D_COMPACT);
+}
+
+TEST_F(CheckpointErrors, AFlippedByteInAValueIsAChecksumError) {
+  const std::string path = file("ckpt.h5");
+  save_checkpoint(path, small());
+  std::string bytes = read_bytes(path);
+  const float value = 1234.5678f;
+  const std::string pattern(reinterpret_cast<const char*>(&value), sizeof value);
+  const size_t at = bytes.find(pattern);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.rfind(pattern), at) << "the value must occur once";
+  bytes[at + 1] ^= 0x10;
+  write_bytes(path, bytes);
+  EXPECT_EQ(load_error(path),
+            path +
+                ": /model/embed.weight: values fail their Fletcher-32 checksum: the file is "
+                "damaged");
+}
+
+// A checkpoint of format version 1 written before the checksums (contiguous datasets, no
+// filter) loads and restores into a model.
+TEST_F(CheckpointErrors, CheckpointsWithoutChecksumsStillLoad) {
+  const std::string path = std::string(GRADLAB_TEST_DATA_DIR) + "/checkpoint-v1-contiguous.h5";
+  {
+    H5::H5File h5(path, H5F_ACC_RDONLY);
+    EXPECT_EQ(h5.openDataSet("/model/head.weight").getCreatePlist().getLayout(), H5D_CONTIGUOUS);
+  }
+  const CheckpointData data = read_checkpoint(path);
+  EXPECT_EQ(data.train.step, 1);
+  EXPECT_FALSE(data.model.empty());
+  EXPECT_FALSE(data.optimizer_state.empty());
+  const LoadedRun run = load_run(path);
+  EXPECT_EQ(run.config.task.name, "copy");
 }
 
 // --- Declared sizes -------------------------------------------------------------------------

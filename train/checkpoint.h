@@ -54,16 +54,16 @@ struct CheckpointData {
 
 // Writes data to path atomically: a temporary file in the same directory is written, closed,
 // fsynced and renamed over path, then the directory is fsynced. Tensors are stored in their own
-// dtype (float32 or float64), so values round-trip bit-identically. Throws CheckpointError for an
-// invalid name (empty, containing '/', duplicated) before anything is written, and for a failed
-// write (full disk, quota, read-only or failing device) with the system's reason; the temporary
-// file is removed and the previous file at path stays intact.
+// dtype (float32 or float64), so values round-trip bit-identically, with a Fletcher-32 checksum.
+// Throws CheckpointError for an invalid name (empty, containing '/', duplicated) before anything
+// is written, and for a failed write (full disk, quota, read-only or failing device) with the
+// system's reason; the temporary file is removed and the previous file at path stays intact.
 void save_checkpoint(const std::string& path, const CheckpointData& data);
 
 // Reads and validates the whole file: format, version, every group, attribute and dataset (type,
 // rank, size, storage), and that each /optimizer/<parameter> names a /model dataset, all before
 // the first tensor value is read. Tensors come back with the file's dtype and shape, in the order
-// they were saved.
+// they were saved. A value that fails its checksum is an error naming its dataset.
 CheckpointData read_checkpoint(const std::string& path);
 
 // The live tensors a checkpoint is about to be restored into.

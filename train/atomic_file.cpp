@@ -60,23 +60,29 @@ void replace_file(const std::string& path, const std::function<void(const std::s
   sync(path, directory_of(path), O_RDONLY | O_DIRECTORY);
 }
 
-void replace_file_text(const std::string& path, const std::string& text) {
+void replace_file_bytes(const std::string& path, const char* data, size_t size) {
   replace_file(path, [&](const std::string& temp) {
+    const std::string what = "cannot write temporary file " + temp;
     const int fd = ::open(temp.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (fd < 0) fail_errno(path, "cannot open " + temp);
-    for (size_t done = 0; done < text.size();) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (fd < 0) fail_errno(path, what);
+    for (size_t done = 0; done < size;) {
+      const ssize_t n = ::write(fd, data + done, size - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int error = errno;
+      if (n <= 0) {
+        const int error = n == 0 ? EIO : errno;
         ::close(fd);
         errno = error;
-        fail_errno(path, "cannot write " + temp);
+        fail_errno(path, what);
       }
       done += static_cast<size_t>(n);
     }
-    if (::close(fd) != 0) fail_errno(path, "cannot write " + temp);
+    // Some file systems (NFS) report a failed write only when the file is closed.
+    if (::close(fd) != 0) fail_errno(path, what);
   });
+}
+
+void replace_file_text(const std::string& path, const std::string& text) {
+  replace_file_bytes(path, text.data(), text.size());
 }
 
 std::vector<std::string> remove_stale_temp_files(const std::string& dir) {

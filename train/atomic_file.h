@@ -4,6 +4,7 @@
 // its old self or the complete new file, never a mixture. A failure removes the temporary file.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,7 +16,8 @@ namespace gradlab::train {
 // through. Either way the temporary file is gone.
 void replace_file(const std::string& path, const std::function<void(const std::string&)>& write);
 
-// replace_file with text as the whole content.
+// replace_file with these bytes, or text, as the whole content.
+void replace_file_bytes(const std::string& path, const char* data, size_t size);
 void replace_file_text(const std::string& path, const std::string& text);
 
 // Removes the temporary files of replace_file in dir whose process is gone (a crash or a kill

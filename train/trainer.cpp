@@ -269,8 +269,8 @@ std::shared_ptr<const DataSource> data_source(const RunConfig& config,
 }
 
 // The configuration a checkpoint was written with, checked as a new run's would be.
-RunConfig checkpoint_config(const CheckpointData& data, const std::string& path) {
-  RunConfig config = from_entries(data.config, path);
+RunConfig checkpoint_config(const std::vector<ConfigEntry>& entries, const std::string& path) {
+  RunConfig config = from_entries(entries, path);
   try {
     finalize(config);
   } catch (const ConfigError& e) {
@@ -282,8 +282,8 @@ RunConfig checkpoint_config(const CheckpointData& data, const std::string& path)
 }  // namespace
 
 LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) {
-  const CheckpointData data = read_checkpoint(checkpoint_path);
-  LoadedRun run{checkpoint_config(data, checkpoint_path), nullptr};
+  LoadedRun run{checkpoint_config(read_checkpoint_config(checkpoint_path), checkpoint_path),
+                nullptr};
   if (!text.empty()) {
     if (run.config.task.name != "text") {
       throw ConfigError(checkpoint_path + ": a " + run.config.task.name +
@@ -301,14 +301,20 @@ LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) 
   } else {
     run.trainer = std::make_unique<Trainer>(run.config);
   }
-  run.trainer->restore(data, checkpoint_path);
+  // The tensors are read once the model they belong to exists, so that a file whose names or
+  // shapes do not fit it is refused before a value is allocated.
+  const CheckpointData live = run.trainer->checkpoint();
+  run.trainer->restore(read_checkpoint(checkpoint_path, {live.model, live.optimizer_state}),
+                       checkpoint_path);
   return run;
 }
 
 LoadedModel load_model(const std::string& checkpoint_path) {
-  const CheckpointData data = read_checkpoint(checkpoint_path);
-  LoadedModel loaded{checkpoint_config(data, checkpoint_path), nullptr};
+  LoadedModel loaded{checkpoint_config(read_checkpoint_config(checkpoint_path), checkpoint_path),
+                     nullptr};
   loaded.model = nn::make_sequence_model(loaded.config.model, loaded.config.net);
+  const CheckpointData data =
+      read_checkpoint(checkpoint_path, {loaded.model->named_parameters(), std::nullopt});
   require_finite(data, checkpoint_path);
   restore_tensors(checkpoint_path, kModelGroup, data.model, loaded.model->named_parameters());
   loaded.model->dropout_gen->set_state(data.train.dropout_rng);

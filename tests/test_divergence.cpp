@@ -124,6 +124,10 @@ TEST(Divergence, ALossFarAboveItsRunningLevelStopsTheRunBeforeItsNextSave) {
   EXPECT_EQ(trainer.step(), 150) << "the step whose loss jumped";
   EXPECT_TRUE(contains(result.error, "at step 150 is far above its running level")) << result.error;
   EXPECT_EQ(fs::path(result.last_checkpoint).filename(), "step-000100.h5");
+  // The good checkpoint records the finite loss of the step it was saved after.
+  const double saved_loss = read_checkpoint(result.last_checkpoint).train.loss;
+  EXPECT_TRUE(std::isfinite(saved_loss));
+  EXPECT_LT(saved_loss, 1.0);
   EXPECT_FALSE(fs::exists(tmp.file("run/step-000150.h5")));
 }
 

@@ -342,6 +342,7 @@ void write_train(const std::string& path, const H5::Group& root, const TrainStat
     write_attr(group, "dropout_rng", train.dropout_rng);
     write_attr(group, "best_metric", train.best_metric);
     write_attr(group, "best_step", train.best_step);
+    write_attr(group, "loss", train.loss);
   });
 }
 
@@ -930,6 +931,11 @@ TrainState read_train(const Source& source) {
       read_attr(path, group, "/train", "best_metric",
                 [&](const std::string& item, const auto& a) { return read_double(path, item, a); });
   train.best_step = step_attr(path, group, "/train", "best_step");
+  if (guarded(path, "/train", [&] { return group.attrExists("loss"); })) {
+    train.loss = read_attr(
+        path, group, "/train", "loss",
+        [&](const std::string& item, const auto& a) { return read_double(path, item, a); });
+  }
   return train;
 }
 

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,6 +38,9 @@ struct TrainState {
   std::array<uint64_t, 4> dropout_rng{};  // dropout generator state
   double best_metric = -1;                // best validation metric so far (-1: none yet)
   int64_t best_step = 0;                  // step at which best_metric was reached
+  // The training loss of the step the state comes from (NaN before the first step, and in files
+  // written before it was kept): fit saves only after a finite one.
+  double loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct CheckpointData {

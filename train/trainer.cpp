@@ -184,6 +184,7 @@ StepResult Trainer::train_step() {
   result.tokens = static_cast<int64_t>(batch.source.values.size() + batch.inputs.values.size());
   optimizer_->step(result.lr);
   step_ = next;
+  last_loss_ = result.loss;
   return result;
 }
 
@@ -225,7 +226,8 @@ CheckpointData Trainer::checkpoint() const {
                 .data_seed = options_.data_seed,
                 .dropout_rng = model_->dropout_gen->state(),
                 .best_metric = best_metric_,
-                .best_step = best_step_};
+                .best_step = best_step_,
+                .loss = last_loss_};
   return data;
 }
 
@@ -247,6 +249,7 @@ void Trainer::restore(const CheckpointData& data, const std::string& path) {
   model_->dropout_gen->set_state(data.train.dropout_rng);
   best_metric_ = data.train.best_metric;
   best_step_ = data.train.best_step;
+  last_loss_ = data.train.loss;
 }
 
 namespace {

@@ -145,6 +145,7 @@ class Trainer {
   int64_t step_ = 0;
   double best_metric_ = -1;
   int64_t best_step_ = 0;
+  double last_loss_ = std::numeric_limits<double>::quiet_NaN();  // of step step_
 };
 
 // A run rebuilt from a checkpoint: its configuration, and a trainer holding its parameters,

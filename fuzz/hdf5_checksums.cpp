@@ -8,14 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "train/hdf5_checksum.h"
+
 namespace gradlab::fuzz {
 namespace {
 
 constexpr uint64_t kUndefined = ~uint64_t{0};
-
-uint32_t rot(uint32_t x, int k) {
-  return (x << k) | (x >> (32 - k));
-}
 
 // A little-endian image with checked reads: every read outside it sets ok to false.
 struct Image {
@@ -37,10 +35,10 @@ struct Image {
     for (unsigned i = 0; i < bytes; ++i) value |= uint64_t{data[at + i]} << (8 * i);
     return value;
   }
-  // Stores lookup3 of [start, at) at `at`; returns whether it fit.
+  // Stores the checksum of [start, at) at `at`; returns whether it fit.
   bool store_checksum(uint64_t start, uint64_t at) {
     if (at < start || !has(at, 4)) return false;
-    const uint32_t sum = lookup3(data + start, at - start);
+    const uint32_t sum = train::hdf5_checksum(data + start, at - start);
     for (int i = 0; i < 4; ++i) data[at + i] = static_cast<uint8_t>(sum >> (8 * i));
     return true;
   }
@@ -136,7 +134,7 @@ bool fix_direct_block(Image& image, uint64_t address, uint64_t block_size, uint6
     return false;
   }
   std::memset(image.data + address + field, 0, 4);
-  const uint32_t sum = lookup3(image.data + address, block_size);
+  const uint32_t sum = train::hdf5_checksum(image.data + address, block_size);
   for (int i = 0; i < 4; ++i)
     image.data[address + field + i] = static_cast<uint8_t>(sum >> (8 * i));
   return true;
@@ -224,49 +222,6 @@ size_t fix_btrees(Image& image) {
 }
 
 }  // namespace
-
-uint32_t lookup3(const uint8_t* k, size_t length) {
-  uint32_t a, b, c;
-  a = b = c = 0xdeadbeef + static_cast<uint32_t>(length);
-  auto mix = [&] {
-    a -= c, a ^= rot(c, 4), c += b;
-    b -= a, b ^= rot(a, 6), a += c;
-    c -= b, c ^= rot(b, 8), b += a;
-    a -= c, a ^= rot(c, 16), c += b;
-    b -= a, b ^= rot(a, 19), a += c;
-    c -= b, c ^= rot(b, 4), b += a;
-  };
-  auto word = [&](size_t i) {
-    return uint32_t{k[i]} | uint32_t{k[i + 1]} << 8 | uint32_t{k[i + 2]} << 16 |
-           uint32_t{k[i + 3]} << 24;
-  };
-  while (length > 12) {
-    a += word(0);
-    b += word(4);
-    c += word(8);
-    mix();
-    length -= 12;
-    k += 12;
-  }
-  if (length == 0) return c;
-  // The last 1..12 bytes, zero-padded.
-  uint8_t tail[12] = {};
-  std::memcpy(tail, k, length);
-  a += uint32_t{tail[0]} | uint32_t{tail[1]} << 8 | uint32_t{tail[2]} << 16 |
-       uint32_t{tail[3]} << 24;
-  b += uint32_t{tail[4]} | uint32_t{tail[5]} << 8 | uint32_t{tail[6]} << 16 |
-       uint32_t{tail[7]} << 24;
-  c += uint32_t{tail[8]} | uint32_t{tail[9]} << 8 | uint32_t{tail[10]} << 16 |
-       uint32_t{tail[11]} << 24;
-  c ^= b, c -= rot(b, 14);
-  a ^= c, a -= rot(c, 11);
-  b ^= a, b -= rot(a, 25);
-  c ^= b, c -= rot(b, 16);
-  a ^= c, a -= rot(c, 4);
-  b ^= a, b -= rot(a, 14);
-  c ^= b, c -= rot(b, 24);
-  return c;
-}
 
 size_t fix_hdf5_checksums(uint8_t* data, size_t size) {
   Image image{data, size};

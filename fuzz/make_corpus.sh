@@ -9,7 +9,8 @@
 # Checkpoint seeds (fuzz/corpus/checkpoint/): valid checkpoints of tiny models (decoder with
 # Adam, seq2seq with SGD momentum), the same edited the way other tools could (a
 # variable-length string, chunked and compressed tensors, float64 tensors), and damaged or
-# foreign files (truncated, wrong version, soft link, no gradlab format, not HDF5, empty).
+# foreign files (truncated, wrong version, soft link, no gradlab format, not HDF5, empty), and
+# the damaged storage and values listed below.
 # Command-line seeds (fuzz/corpus/cli/): one argument word per line, first the subcommand.
 set -euo pipefail
 
@@ -66,6 +67,37 @@ import sys, h5py
 with h5py.File(sys.argv[1], "w") as f:
     f["x"] = [1.0, 2.0]
 ' "$ck/foreign.h5"
+
+# The bad-input classes of the checkpoint reader's tests (tests/test_checkpoint_errors.cpp):
+# the HDF5 signature alone, declared but unwritten or short chunks, a compressed chunk claiming
+# more than deflate can hold, and a flipped byte inside a tensor's values (its checksum fails).
+printf '\211HDF\r\n\032\n' >"$ck/signature-only"
+edit unwritten-chunked-2p28.h5 '
+f["model"].create_dataset("huge", shape=(16384, 16384), dtype="<f4", chunks=(1024, 1024),
+                          compression="gzip")'
+edit short-chunk.h5 '
+d = f["model"].create_dataset("short", shape=(4,), dtype="<f4", chunks=(4,))
+d.id.write_direct_chunk((0,), bytes(8))'
+edit deflate-bomb.h5 '
+d = f["model"].create_dataset("bomb", shape=(1 << 20,), dtype="<f4", chunks=(1 << 20,),
+                              compression="gzip")
+d.id.write_direct_chunk((0,), bytes(8))'
+cp decoder/step-000001.h5 "$ck/flipped-value-byte.h5"
+/usr/bin/python3 - "$ck/flipped-value-byte.h5" <<'EOF'
+import sys
+
+import h5py
+
+with h5py.File(sys.argv[1], "r") as f:
+    values = f["model"]["head.weight"][()].tobytes()
+with open(sys.argv[1], "r+b") as out:
+    data = bytearray(out.read())
+    at = data.find(values)
+    assert at >= 0, "head.weight's values not found"
+    data[at + 1] ^= 0x10
+    out.seek(0)
+    out.write(data)
+EOF
 
 cli="$out/cli"
 line() {  # line <name> <words...>: one word per line

@@ -12,12 +12,63 @@
 namespace gradlab::nn {
 namespace {
 
+// The parts of model_footprint both kinds share: per block and for the ends of the model.
+struct Sizes {
+  double c, f, kv_width, heads, positions, vocab, layers, bias;
+  explicit Sizes(const ModelConfig& m)
+      : c(static_cast<double>(m.d_model)),
+        f(static_cast<double>(m.d_ff)),
+        kv_width(static_cast<double>(m.num_kv_heads > 0 ? m.num_kv_heads : m.num_heads) *
+                 static_cast<double>(m.d_model / std::max<int64_t>(m.num_heads, 1))),
+        heads(static_cast<double>(m.num_heads)),
+        positions(static_cast<double>(m.max_len)),
+        vocab(static_cast<double>(m.vocab_size)),
+        layers(static_cast<double>(m.num_layers)),
+        bias(m.bias ? 1 : 0) {}
+  // One attention sublayer with its LayerNorm: Q and O are C x C, K and V C x KV*D.
+  double attention_parameters() const {
+    return 2 * c * c + 2 * c * kv_width + bias * (2 * c + 2 * kv_width) + (1 + bias) * c;
+  }
+  double ffn_parameters() const { return 2 * c * f + bias * (f + c) + (1 + bias) * c; }
+  // Per position: normalised inputs, Q/K/V, the heads' output, projections, residual sums,
+  // the feed-forward's two wide tensors and GELU, and 3 rows of attention weights per head.
+  double attention_activations() const { return 8 * c + 3 * heads * positions; }
+  double ffn_activations() const { return 6 * c + 3 * f; }
+  // Embeddings, final LayerNorm and the head (logits, their softmax and gradient).
+  double ends_parameters(const ModelConfig& m) const {
+    return vocab * c + (m.learned_positions ? positions * c : 0) + (1 + bias) * c +
+           (m.tie_embeddings ? 0 : vocab * c + bias * vocab);
+  }
+  double ends_activations() const { return 4 * c + 3 * vocab; }
+};
+
+ModelFootprint decoder_footprint(const ModelConfig& m) {
+  const Sizes s(m);
+  const double block = s.attention_activations() + s.ffn_activations();
+  return {s.ends_parameters(m) + s.layers * (s.attention_parameters() + s.ffn_parameters()),
+          s.positions * (s.ends_activations() + s.layers * block),
+          s.positions * (s.ends_activations() + block)};
+}
+
+// An encoder and a decoder of `layers` blocks each; decoder blocks add cross-attention.
+ModelFootprint encoder_decoder_footprint(const ModelConfig& m) {
+  const Sizes s(m);
+  const double block = s.attention_parameters() + s.ffn_parameters();
+  const double block_activations = s.attention_activations() + s.ffn_activations();
+  return {
+      s.ends_parameters(m) + (1 + s.bias) * s.c + s.layers * (2 * block + s.attention_parameters()),
+      s.positions * (s.ends_activations() + 4 * s.c +
+                     s.layers * (2 * block_activations + s.attention_activations())),
+      s.positions * (s.ends_activations() + 4 * s.c + 2 * block_activations)};
+}
+
 struct ModelKind {
   std::string name;
   std::function<std::shared_ptr<SequenceModel>(const ModelConfig&)> make;
   std::function<int64_t(int64_t prompt_length, int64_t answer_length)> positions;
   // Positions for windows of running text (a language model); empty if the kind cannot read them.
   std::function<int64_t(int64_t context)> window_positions;
+  std::function<ModelFootprint(const ModelConfig&)> footprint;
 };
 
 const std::vector<ModelKind>& kinds() {
@@ -26,10 +77,11 @@ const std::vector<ModelKind>& kinds() {
       // table is sized for whole samples.
       {"decoder", [](const ModelConfig& c) { return std::make_shared<DecoderLM>(c); },
        [](int64_t prompt, int64_t answer) { return prompt + 1 + answer; },
-       [](int64_t context) { return context; }},
+       [](int64_t context) { return context; }, decoder_footprint},
       // The encoder reads the prompt; the decoder reads the separator and the answer.
       {"seq2seq", [](const ModelConfig& c) { return std::make_shared<EncoderDecoder>(c); },
-       [](int64_t prompt, int64_t answer) { return std::max(prompt, answer); }, nullptr},
+       [](int64_t prompt, int64_t answer) { return std::max(prompt, answer); }, nullptr,
+       encoder_decoder_footprint},
   };
   return table;
 }
@@ -73,6 +125,10 @@ int64_t positions_for_windows(const std::string& kind, int64_t context) {
                       " model reads a prompt and an answer, not running text (use decoder)");
   }
   return model.window_positions(context);
+}
+
+ModelFootprint model_footprint(const std::string& kind, const ModelConfig& config) {
+  return kind_named(kind).footprint(config);
 }
 
 std::shared_ptr<SequenceModel> make_sequence_model(const std::string& kind,

@@ -104,6 +104,19 @@ int64_t positions_needed(const std::string& kind, int64_t prompt_length, int64_t
 // with no prompt: view(windows [B, context + 1], 0)). Throws ConfigError for a kind that
 // cannot read running text, or an unknown kind.
 int64_t positions_for_windows(const std::string& kind, int64_t context);
+// What a model of the kind holds, counted from config without building it (so that sizes the
+// machine cannot hold are refused before anything is allocated). Doubles: the factors may be
+// any size a user typed.
+struct ModelFootprint {
+  double parameters = 0;
+  // Floats one sequence of config.max_len positions keeps for the backward pass (activations,
+  // attention weights, logits), about: the exact count depends on the ops' fusions.
+  double activations_per_sequence = 0;
+  // Floats alive at once for one sequence in a forward pass without a graph (one block's).
+  double inference_per_sequence = 0;
+};
+ModelFootprint model_footprint(const std::string& kind, const ModelConfig& config);
+
 // A new model of the kind, initialised from config.seed. Throws ConfigError for an unknown kind.
 std::shared_ptr<SequenceModel> make_sequence_model(const std::string& kind,
                                                    const ModelConfig& config);

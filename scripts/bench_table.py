@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from run_config import read_config
+
 # Kernels OpenBLAS falls back to when it does not know a CPU: none of them uses AVX.
 GENERIC_OPENBLAS_CORES = {
     "katmai", "coppermine", "northwood", "prescott", "banias", "core2", "penryn", "dunnington",
@@ -74,17 +76,6 @@ def workloads():
     out.append({"key": "char_lm/run", "label": "char LM run, --lm-config",
                 "kind": "lm_run", "flops": None})  # from the text's vocabulary: lm_flops
     return out
-
-
-def read_ini(path):
-    config = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                key, value = (part.strip() for part in line.split("=", 1))
-                config[key] = value
-    return config
 
 
 def lm_flops(config, vocabulary):
@@ -259,7 +250,7 @@ class Runner:
         file (for `gradlab eval --data`), once."""
         if hasattr(self, "lm"):
             return self.lm
-        config = read_ini(self.args.lm_config)
+        config = read_config(self.args.lm_config)
         with open(self.args.lm_data, encoding="utf-8") as f:
             text = f.read()
         val_text = os.path.join(self.scratch, "validation.txt")

@@ -34,16 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-
-def read_config(path):
-    config = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                key, value = (part.strip() for part in line.split("=", 1))
-                config[key] = value
-    return config
+from run_config import read_config
 
 
 class LayerNorm(torch.nn.Module):

@@ -57,7 +57,8 @@ struct RunFiles {
 
 RunFiles list_run(const fs::path& dir) {
   static const std::regex step_name(R"(step-(\d{6})\.h5)");
-  static const std::regex temporary_name(R"((step-\d{6}\.h5|best\.h5)\.tmp-\d+)");
+  static const std::regex temporary_name(
+      R"((step-\d{6}\.h5|best\.h5|config\.ini|metrics\.csv)\.tmp-\d+)");
   RunFiles files;
   if (!fs::exists(dir)) return files;
   for (const auto& entry : fs::directory_iterator(dir)) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,33 @@ TEST_F(FitTest, SavesEveryNStepsAndKeepsTheNewest) {
   EXPECT_EQ(left, (std::vector<std::string>{"best.h5", "step-000025.h5", "step-000030.h5"}));
 }
 
+TEST_F(FitTest, PrunesOnlyTheCheckpointsItWrote) {
+  TempDir dir;
+  const std::string out = dir.file("run");
+  fs::create_directories(out);
+  // Step checkpoints of an earlier run, older and newer by name than this run's.
+  for (const char* name : {"step-000001.h5", "step-000100.h5"}) {
+    std::ofstream(fs::path(out) / name) << "an earlier run's checkpoint";
+  }
+  Trainer trainer(small_config());
+  LoopPolicy policy;
+  policy.steps = 15;
+  policy.eval_every = 1000;
+  policy.target_accuracy = 0;
+  policy.out_dir = out;
+  policy.save_every = 5;
+  policy.keep = 1;
+  Recorder seen;
+  fit(trainer, policy, seen);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    left.push_back(entry.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"best.h5", "step-000001.h5", "step-000015.h5",
+                                            "step-000100.h5"}));
+}
+
 TEST_F(FitTest, WritesNoFileWithoutAnOutputDirectory) {
   Trainer trainer(small_config());
   LoopPolicy policy;
@@ -169,7 +197,7 @@ TEST_F(FitTest, AStopRequestEndsTheLoopAndSaves) {
   EXPECT_TRUE(fs::exists(result.checkpoint));
 }
 
-TEST_F(FitTest, ADivergenceStopsWithoutSavingAndNamesTheLastCheckpoint) {
+TEST_F(FitTest, ADivergenceStopsBeforeSavingTheDivergedState) {
   TempDir dir;
   RunConfig config = small_config();
   config.optimizer.name = "sgd";
@@ -187,11 +215,14 @@ TEST_F(FitTest, ADivergenceStopsWithoutSavingAndNamesTheLastCheckpoint) {
   Recorder seen;
   const FitResult result = fit(trainer, policy, seen);
   ASSERT_EQ(result.reason, StopReason::Diverged);
-  const int64_t failed = trainer.step() + 1;
-  EXPECT_TRUE(contains(result.error, "at step " + std::to_string(failed))) << result.error;
+  // The first update already blew the weights up: the save after it is refused.
+  EXPECT_EQ(trainer.step(), 1);
+  EXPECT_TRUE(contains(result.error, "norm grew")) << result.error;
+  EXPECT_TRUE(contains(result.error, "by step 1")) << result.error;
   EXPECT_TRUE(result.checkpoint.empty());
-  EXPECT_EQ(result.last_checkpoint, step_checkpoint_path(policy.out_dir, trainer.step()));
-  EXPECT_FALSE(fs::exists(step_checkpoint_path(policy.out_dir, failed)));
+  EXPECT_TRUE(result.last_checkpoint.empty());
+  EXPECT_TRUE(seen.checkpoints.empty());
+  EXPECT_FALSE(fs::exists(step_checkpoint_path(policy.out_dir, 1)));
   ASSERT_EQ(seen.stops.size(), 1u);
   EXPECT_EQ(seen.stops[0].reason, StopReason::Diverged);
 }

@@ -138,9 +138,10 @@ TEST(TextCli, AResumedRunIsBitIdenticalToAnUninterruptedOne) {
 
 TEST(TextCli, BadTextInputsNameTheFile) {
   TempDir dir;
+  int runs = 0;  // each run writes a directory of its own
   const auto train_on = [&](const std::string& data, std::vector<std::string> more = {}) {
-    return run_gradlab(
-        with(with({"train", "--steps", "2", "--out", dir.file("r")}, text_flags(data)), more));
+    const std::string out = dir.file("run-") + std::to_string(runs++);
+    return run_gradlab(with(with({"train", "--steps", "2", "--out", out}, text_flags(data)), more));
   };
   const struct {
     std::string path, expected;

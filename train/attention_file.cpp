@@ -4,6 +4,7 @@
 #include <H5Cpp.h>
 
 #include "autograd/error.h"
+#include "train/atomic_file.h"
 
 namespace gradlab::train {
 namespace {
@@ -38,13 +39,13 @@ void write_layers(H5::H5File& file, const std::string& prefix, const std::vector
   }
 }
 
-}  // namespace
-
-void write_attention_file(const std::string& path, const nn::SequenceBatch& batch,
-                          const std::vector<int64_t>& answer, const nn::AttentionMaps& maps) {
+// Writes the file's contents into temp; errors name path, the file the user asked for.
+void write_attention_layers(const std::string& path, const std::string& temp,
+                            const nn::SequenceBatch& batch, const std::vector<int64_t>& answer,
+                            const nn::AttentionMaps& maps) {
   try {
     H5::Exception::dontPrint();
-    H5::H5File file(path, H5F_ACC_TRUNC);
+    H5::H5File file(temp, H5F_ACC_TRUNC);
     const std::vector<int64_t>& inputs = batch.inputs.values;
     const std::vector<int64_t>& source = batch.source.values;
     write_ints(file, "inputs", inputs, false);
@@ -58,6 +59,15 @@ void write_attention_file(const std::string& path, const nn::SequenceBatch& batc
   } catch (const H5::Exception& e) {
     throw FileError(path + ": cannot write attention weights: " + e.getDetailMsg());
   }
+}
+
+}  // namespace
+
+void write_attention_file(const std::string& path, const nn::SequenceBatch& batch,
+                          const std::vector<int64_t>& answer, const nn::AttentionMaps& maps) {
+  replace_file(path, [&](const std::string& temp) {
+    write_attention_layers(path, temp, batch, answer, maps);
+  });
 }
 
 }  // namespace gradlab::train

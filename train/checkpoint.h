@@ -10,6 +10,8 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -36,6 +38,9 @@ struct TrainState {
   std::array<uint64_t, 4> dropout_rng{};  // dropout generator state
   double best_metric = -1;                // best validation metric so far (-1: none yet)
   int64_t best_step = 0;                  // step at which best_metric was reached
+  // The training loss of the step the state comes from (NaN before the first step, and in files
+  // written before it was kept): fit saves only after a finite one.
+  double loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct CheckpointData {
@@ -53,14 +58,28 @@ struct CheckpointData {
 
 // Writes data to path atomically: a temporary file in the same directory is written, closed,
 // fsynced and renamed over path, then the directory is fsynced. Tensors are stored in their own
-// dtype (float32 or float64), so values round-trip bit-identically. Throws CheckpointError for an
-// invalid name (empty, containing '/', duplicated) before anything is written.
+// dtype (float32 or float64), so values round-trip bit-identically, with a Fletcher-32 checksum.
+// Throws CheckpointError for an invalid name (empty, containing '/', duplicated) before anything
+// is written, and for a failed write (full disk, quota, read-only or failing device) with the
+// system's reason; the temporary file is removed and the previous file at path stays intact.
 void save_checkpoint(const std::string& path, const CheckpointData& data);
 
 // Reads and validates the whole file: format, version, every group, attribute and dataset (type,
-// rank, size), and that each /optimizer/<parameter> names a /model dataset. Tensors come back
-// with the file's dtype and shape, in the order they were saved.
+// rank, size, storage), and that each /optimizer/<parameter> names a /model dataset, all before
+// the first tensor value is read. Tensors come back with the file's dtype and shape, in the order
+// they were saved. A value that fails its checksum is an error naming its dataset.
 CheckpointData read_checkpoint(const std::string& path);
+
+// The live tensors a checkpoint is about to be restored into.
+struct ExpectedTensors {
+  std::vector<nn::NamedTensor> model;
+  // Unchecked when absent (a model loaded without its optimizer).
+  std::optional<std::vector<nn::NamedTensor>> optimizer_state;
+};
+
+// read_checkpoint, plus restore_tensors' checks of the names and shapes against expected before
+// the first value is read, so that a file which does not fit the model costs no allocation.
+CheckpointData read_checkpoint(const std::string& path, const ExpectedTensors& expected);
 
 // Only the format, version and /config, without reading a tensor: a run's configuration at the
 // cost of a few attributes (`gradlab inspect` prints the parameters too, so it reads the whole

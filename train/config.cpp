@@ -10,6 +10,7 @@
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "data/text.h"
+#include "train/memory.h"
 
 namespace gradlab::train {
 namespace {
@@ -90,6 +91,8 @@ std::vector<ConfigField> config_fields(RunConfig& c) {
        "stop once held-out exact match reaches this (0: never)"},
       {"seed", &c.seed, "seed of the data, initialisation and dropout streams"},
       {"threads", &c.threads, "OpenMP threads for every kernel", false},
+      {"max-memory", &c.max_memory,
+       "GiB the run may need, estimated before it starts (0: 80% of this machine's memory)", false},
       {"save-every", &c.save_every, "save a checkpoint every N steps (0: only at the end)"},
       {"keep", &c.keep, "step checkpoints to keep"},
       {"bias", &c.net.bias, "biases in every Linear and LayerNorm", true, true},
@@ -214,6 +217,8 @@ void check_fields(const RunConfig& c) {
   check(c.target_accuracy >= 0 && c.target_accuracy <= 1,
         "--target-accuracy must be in [0, 1], got " + format_number(c.target_accuracy));
   check_threads(c.threads);
+  check(c.max_memory >= 0 && std::isfinite(c.max_memory),
+        "--max-memory must be a number of GiB >= 0, got " + format_number(c.max_memory));
   check(c.save_every >= 0, "--save-every must not be negative, got " + format_number(c.save_every));
   check(c.keep > 0, "--keep must be positive, got " + format_number(c.keep));
   ScheduleConfig schedule = c.schedule;
@@ -256,6 +261,7 @@ void finalize(RunConfig& c) {
   }
   c.schedule.d_model = c.net.d_model;
   c.schedule.total_steps = c.steps;
+  check_memory(c);
 }
 
 namespace {

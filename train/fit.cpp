@@ -2,25 +2,50 @@
 #include "train/fit.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <vector>
+
+#include "autograd/format.h"
 
 namespace gradlab::train {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Deletes all but the newest `keep` step-*.h5 files (their names sort by step).
-void prune_checkpoints(const std::string& dir, int64_t keep) {
-  std::vector<fs::path> steps;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with("step-") && name.ends_with(".h5")) steps.push_back(entry.path());
+// fit.h's divergence rules, over the steps of one call.
+class DivergenceWatch {
+ public:
+  explicit DivergenceWatch(double parameter_norm) : saved_norm_(parameter_norm) {}
+
+  // Throws Divergence if the loss of this step is far above the running level; else adds it.
+  void check_loss(int64_t step, double loss) {
+    if (seen_ && loss > kSpikeFactor * level_ && loss > level_ + kSpikeMargin) {
+      throw Divergence("loss " + format_number(loss) + " at step " + std::to_string(step) +
+                       " is far above its running level " + format_number(level_));
+    }
+    level_ = seen_ ? kDecay * level_ + (1 - kDecay) * loss : loss;
+    seen_ = true;
   }
-  std::sort(steps.begin(), steps.end());
-  for (size_t i = 0; i + keep < steps.size(); ++i) fs::remove(steps[i]);
-}
+
+  // Throws Divergence if the parameters, about to be saved, are not finite or exploded.
+  void check_parameters(int64_t step, double norm) {
+    if (!std::isfinite(norm)) {
+      throw Divergence("the parameters are not finite at step " + std::to_string(step));
+    }
+    if (norm > kGrowth * saved_norm_) {
+      throw Divergence("the parameters' norm grew from " + format_number(saved_norm_) + " to " +
+                       format_number(norm) + " by step " + std::to_string(step));
+    }
+    saved_norm_ = norm;
+  }
+
+ private:
+  static constexpr double kSpikeFactor = 4, kSpikeMargin = 1, kDecay = 0.9, kGrowth = 10;
+  bool seen_ = false;
+  double level_ = 0, saved_norm_;
+};
 
 }  // namespace
 
@@ -35,51 +60,60 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
   result.first_step = trainer.step();
   const bool saving = !policy.out_dir.empty();
   if (saving) fs::create_directories(policy.out_dir);
+  DivergenceWatch watch(global_norm(trainer.model().parameters()));
   std::string last_saved;
   auto save = [&](const std::string& path) {
+    watch.check_parameters(trainer.step(), global_norm(trainer.model().parameters()));
     save_checkpoint(path, trainer.checkpoint());
     last_saved = path;
     observer.on_checkpoint(trainer.step(), path);
   };
+  // This run's step checkpoints, oldest first: the only ones pruning may delete.
+  std::vector<std::string> written = policy.earlier_checkpoints;
+  auto save_step = [&] {
+    const std::string path = step_checkpoint_path(policy.out_dir, trainer.step());
+    if (last_saved != path) save(path);
+    if (std::find(written.begin(), written.end(), path) == written.end()) written.push_back(path);
+    while (static_cast<int64_t>(written.size()) > policy.keep) {
+      fs::remove(written.front());
+      written.erase(written.begin());
+    }
+    return path;
+  };
 
   bool reached = false, requested = false;
-  while (trainer.step() < policy.steps && !reached && !(requested = observer.should_stop())) {
-    try {
+  try {
+    while (trainer.step() < policy.steps && !reached && !(requested = observer.should_stop())) {
       result.last_step = trainer.train_step();
-    } catch (const NonFiniteLoss& e) {
-      result.reason = StopReason::Diverged;
-      result.error = e.what();
-      result.last_checkpoint = last_saved;
-      observer.on_stop(result);
-      return result;
-    }
-    const int64_t step = trainer.step();
-    observer.on_step(step, result.last_step);
-    if (step % policy.eval_every == 0 || step == policy.steps) {
-      result.last_metrics = trainer.evaluate();
-      observer.on_evaluation(step, result.last_step, result.last_metrics);
-      const double previous_best = trainer.best_metric();
-      trainer.record_metric(policy.best_by_loss ? -result.last_metrics.loss
-                                                : result.last_metrics.exact_match);
-      if (saving && trainer.best_metric() > previous_best) {
-        save((fs::path(policy.out_dir) / "best.h5").string());
+      const int64_t step = trainer.step();
+      watch.check_loss(step, result.last_step.loss);
+      observer.on_step(step, result.last_step);
+      if (step % policy.eval_every == 0 || step == policy.steps) {
+        result.last_metrics = trainer.evaluate();
+        observer.on_evaluation(step, result.last_step, result.last_metrics);
+        const double previous_best = trainer.best_metric();
+        trainer.record_metric(policy.best_by_loss ? -result.last_metrics.loss
+                                                  : result.last_metrics.exact_match);
+        if (saving && trainer.best_metric() > previous_best) {
+          save((fs::path(policy.out_dir) / "best.h5").string());
+        }
+        reached =
+            policy.target_accuracy > 0 && result.last_metrics.exact_match >= policy.target_accuracy;
       }
-      reached =
-          policy.target_accuracy > 0 && result.last_metrics.exact_match >= policy.target_accuracy;
+      if (saving && policy.save_every > 0 && step % policy.save_every == 0) save_step();
     }
-    if (saving && policy.save_every > 0 && step % policy.save_every == 0) {
-      save(step_checkpoint_path(policy.out_dir, step));
-      prune_checkpoints(policy.out_dir, policy.keep);
-    }
+    if (saving) result.checkpoint = save_step();
+  } catch (const Divergence& e) {
+    result.reason = StopReason::Diverged;
+    result.error = e.what();
+    result.checkpoint.clear();
+    result.last_checkpoint = last_saved;
+    observer.on_stop(result);
+    return result;
   }
   result.reason = reached     ? StopReason::Target
                   : requested ? StopReason::Requested
                               : StopReason::Steps;
-  if (saving) {
-    result.checkpoint = step_checkpoint_path(policy.out_dir, trainer.step());
-    if (last_saved != result.checkpoint) save(result.checkpoint);
-    prune_checkpoints(policy.out_dir, policy.keep);
-  }
   result.last_checkpoint = last_saved;
   observer.on_stop(result);
   return result;

@@ -1,10 +1,11 @@
 // train::fit: the one training loop. It owns the policy every run follows (evaluation cadence,
 // best-model tracking, the stop at a target, checkpoint saving and pruning, the stop on a
-// non-finite loss); an Observer sees each event and is how a program reports progress or asks
+// divergence); an Observer sees each event and is how a program reports progress or asks
 // the loop to stop. The command line and the tests run their training through it.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "train/trainer.h"
 
@@ -22,13 +23,17 @@ struct LoopPolicy {
   std::string out_dir;
   int64_t save_every = 0;
   int64_t keep = 3;
+  // Step checkpoints already in out_dir that belong to this run (those of the run a resume
+  // continues), oldest first. Pruning counts them with the ones fit writes; no other file is
+  // ever deleted.
+  std::vector<std::string> earlier_checkpoints;
 };
 
 enum class StopReason {
   Steps,      // reached policy.steps
   Target,     // held-out exact match reached policy.target_accuracy
   Requested,  // the observer asked to stop
-  Diverged,   // a step's loss or gradient norm was not finite; that step was not applied
+  Diverged,   // a divergence rule (below) stopped the run
 };
 
 struct FitResult {
@@ -55,8 +60,19 @@ class Observer {
 };
 
 // Trains until policy.steps, the target or a stop request, then saves the final checkpoint
-// (when out_dir is set). A divergence ends the loop without saving and is reported in the
-// result, not thrown. Errors writing a checkpoint throw CheckpointError.
+// (when out_dir is set). Errors writing a checkpoint throw CheckpointError.
+//
+// A divergence ends the loop without saving and is reported in the result, not thrown. A run
+// diverges when
+// - a step's loss or gradient norm is not finite (that step is not applied);
+// - a step's loss is both more than 4 times its running level and more than 1 above it (in
+//   nats; the running level is an exponential average of the earlier steps' losses of this
+//   call, the newest weighing 0.1), a blow-up no ordinary noise of training comes near;
+// - when a checkpoint is about to be written, the parameters are not finite, or their global
+//   2-norm is more than 10 times what it was at the previous checkpoint of this call (or at its
+//   start): exploded weights, which a loss computed before the update cannot show.
+// So every checkpoint fit writes holds finite weights within tenfold of the last good ones,
+// saved after a step whose loss passed the rules.
 FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer);
 
 // The step checkpoint's name in dir: step-NNNNNN.h5.

@@ -321,27 +321,33 @@ double learning_rate(const ScheduleConfig& config, int64_t step) {
 
 // --- Clipping -----------------------------------------------------------------------------
 
-double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
-  if (!(max_norm > 0.0)) {
-    throw ConfigError("clip_grad_norm: max_norm must be > 0, got " + format_number(max_norm));
-  }
+double global_norm(const std::vector<Tensor>& tensors) {
   double sum_squares = 0.0;
-  for (const Tensor& p : parameters) {
-    const Tensor grad = p.grad();
-    if (!grad.defined()) continue;
-    dispatch(grad.dtype(), [&]<class T>() {
-      const T* g = grad.data<T>();
-      const int64_t n = grad.numel();
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    dispatch(t.dtype(), [&]<class T>() {
+      const T* x = t.data<T>();
+      const int64_t n = t.numel();
       double squares = 0.0;
 #pragma omp simd reduction(+ : squares)
       for (int64_t i = 0; i < n; ++i) {
-        const double x = static_cast<double>(g[i]);
-        squares += x * x;
+        const double v = static_cast<double>(x[i]);
+        squares += v * v;
       }
       sum_squares += squares;
     });
   }
-  const double total = std::sqrt(sum_squares);
+  return std::sqrt(sum_squares);
+}
+
+double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
+  if (!(max_norm > 0.0)) {
+    throw ConfigError("clip_grad_norm: max_norm must be > 0, got " + format_number(max_norm));
+  }
+  std::vector<Tensor> grads;
+  grads.reserve(parameters.size());
+  for (const Tensor& p : parameters) grads.push_back(p.grad());
+  const double total = global_norm(grads);
   // torch: coefficient max_norm / (total + 1e-6), clamped to at most 1. A non-finite norm leaves
   // the gradients alone (torch would fill them with NaN); the caller sees it in the result.
   const double coef = max_norm / (total + 1e-6);

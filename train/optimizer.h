@@ -74,6 +74,10 @@ double learning_rate(const ScheduleConfig& config, int64_t step);
 void validate(const ScheduleConfig& config);
 
 // Scales all gradients so that their global L2 norm is at most max_norm (as
+// The 2-norm of all the elements of tensors together (undefined ones skipped), summed in double;
+// NaN or infinite if any element is.
+double global_norm(const std::vector<Tensor>& tensors);
+
 // torch.nn.utils.clip_grad_norm_: in place, by max_norm / (norm + 1e-6) whenever that is below
 // 1); returns the norm before clipping. Parameters without a gradient are skipped. A non-finite
 // norm is returned with the gradients left alone. Throws ConfigError unless max_norm > 0.

@@ -9,6 +9,17 @@
 namespace gradlab::train {
 namespace {
 
+// Refuses a model with NaN or infinite weights, which only a diverged run can have saved (fit
+// never writes one): evaluating or resuming it would only spread the NaNs.
+void require_finite(const CheckpointData& data, const std::string& path) {
+  for (const auto& [name, value] : data.model) {
+    if (!std::isfinite(global_norm({value}))) {
+      throw CheckpointError(path + ": " + kModelGroup + "/" + name +
+                            ": holds non-finite values (saved from a diverged run)");
+    }
+  }
+}
+
 // Position of the largest logit in row `row` of a [N, V] view.
 int64_t argmax_row(const float* logits, int64_t row, int64_t vocab) {
   const float* r = logits + row * vocab;
@@ -173,6 +184,7 @@ StepResult Trainer::train_step() {
   result.tokens = static_cast<int64_t>(batch.source.values.size() + batch.inputs.values.size());
   optimizer_->step(result.lr);
   step_ = next;
+  last_loss_ = result.loss;
   return result;
 }
 
@@ -214,11 +226,13 @@ CheckpointData Trainer::checkpoint() const {
                 .data_seed = options_.data_seed,
                 .dropout_rng = model_->dropout_gen->state(),
                 .best_metric = best_metric_,
-                .best_step = best_step_};
+                .best_step = best_step_,
+                .loss = last_loss_};
   return data;
 }
 
 void Trainer::restore(const CheckpointData& data, const std::string& path) {
+  require_finite(data, path);
   std::vector<nn::NamedTensor> params = model_->named_parameters();
   std::vector<Tensor> backup;
   for (const auto& [_, p] : params) backup.push_back(p.clone());
@@ -235,6 +249,7 @@ void Trainer::restore(const CheckpointData& data, const std::string& path) {
   model_->dropout_gen->set_state(data.train.dropout_rng);
   best_metric_ = data.train.best_metric;
   best_step_ = data.train.best_step;
+  last_loss_ = data.train.loss;
 }
 
 namespace {
@@ -257,8 +272,8 @@ std::shared_ptr<const DataSource> data_source(const RunConfig& config,
 }
 
 // The configuration a checkpoint was written with, checked as a new run's would be.
-RunConfig checkpoint_config(const CheckpointData& data, const std::string& path) {
-  RunConfig config = from_entries(data.config, path);
+RunConfig checkpoint_config(const std::vector<ConfigEntry>& entries, const std::string& path) {
+  RunConfig config = from_entries(entries, path);
   try {
     finalize(config);
   } catch (const ConfigError& e) {
@@ -270,8 +285,8 @@ RunConfig checkpoint_config(const CheckpointData& data, const std::string& path)
 }  // namespace
 
 LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) {
-  const CheckpointData data = read_checkpoint(checkpoint_path);
-  LoadedRun run{checkpoint_config(data, checkpoint_path), nullptr};
+  LoadedRun run{checkpoint_config(read_checkpoint_config(checkpoint_path), checkpoint_path),
+                nullptr};
   if (!text.empty()) {
     if (run.config.task.name != "text") {
       throw ConfigError(checkpoint_path + ": a " + run.config.task.name +
@@ -289,14 +304,21 @@ LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) 
   } else {
     run.trainer = std::make_unique<Trainer>(run.config);
   }
-  run.trainer->restore(data, checkpoint_path);
+  // The tensors are read once the model they belong to exists, so that a file whose names or
+  // shapes do not fit it is refused before a value is allocated.
+  const CheckpointData live = run.trainer->checkpoint();
+  run.trainer->restore(read_checkpoint(checkpoint_path, {live.model, live.optimizer_state}),
+                       checkpoint_path);
   return run;
 }
 
 LoadedModel load_model(const std::string& checkpoint_path) {
-  const CheckpointData data = read_checkpoint(checkpoint_path);
-  LoadedModel loaded{checkpoint_config(data, checkpoint_path), nullptr};
+  LoadedModel loaded{checkpoint_config(read_checkpoint_config(checkpoint_path), checkpoint_path),
+                     nullptr};
   loaded.model = nn::make_sequence_model(loaded.config.model, loaded.config.net);
+  const CheckpointData data =
+      read_checkpoint(checkpoint_path, {loaded.model->named_parameters(), std::nullopt});
+  require_finite(data, checkpoint_path);
   restore_tensors(checkpoint_path, kModelGroup, data.model, loaded.model->named_parameters());
   loaded.model->dropout_gen->set_state(data.train.dropout_rng);
   return loaded;

@@ -79,9 +79,14 @@ struct Metrics {
   double exact_match = 0;     // sequences with every counted position right
 };
 
-// The loss or the gradient norm of a step was NaN or infinite; the step was not applied.
-struct NonFiniteLoss : std::runtime_error {
+// A run that diverged: nothing from its state may be saved (train::fit's rules, fit.h).
+struct Divergence : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// The loss or the gradient norm of a step was NaN or infinite; the step was not applied.
+struct NonFiniteLoss : Divergence {
+  using Divergence::Divergence;
 };
 
 struct StepResult {
@@ -140,6 +145,7 @@ class Trainer {
   int64_t step_ = 0;
   double best_metric_ = -1;
   int64_t best_step_ = 0;
+  double last_loss_ = std::numeric_limits<double>::quiet_NaN();  // of step step_
 };
 
 // A run rebuilt from a checkpoint: its configuration, and a trainer holding its parameters,

@@ -18,6 +18,7 @@ struct CheckpointArgs {
   boost::program_options::options_description options;
   std::string checkpoint, input, out;
   int64_t threads = 1;
+  bool overwrite = false;  // attention: replace an existing --out
   boost::program_options::variables_map vm;
 };
 

@@ -13,10 +13,12 @@
 #include <iostream>
 #include <optional>
 
+#include "train/atomic_file.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
 #include "train/cli/run_options.h"
 #include "train/fit.h"
+#include "train/run_directory.h"
 
 namespace gradlab::cli {
 namespace {
@@ -37,17 +39,28 @@ std::string default_out_dir(const RunConfig& config) {
   return "runs/" + config.task.name + "-" + stamp;
 }
 
-// One line per evaluation in metrics.csv (header written when the file is new).
+// One line per evaluation in metrics.csv, appended (the header when the file is new), each row
+// flushed whole: earlier rows are never rewritten, and a row torn by a crash is closed by a
+// newline before the next one.
 class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path) {
-    const bool fresh = !fs::exists(path);
+    std::error_code error;
+    const auto size = fs::file_size(path, error);
+    bool torn = false;
+    if (!error && size > 0) {
+      std::ifstream in(path, std::ios::binary);
+      in.seekg(-1, std::ios::end);
+      torn = in.get() != '\n';
+    }
     out_.open(path, std::ios::app);
-    if (!out_) throw std::runtime_error("cannot write " + path);
-    if (fresh) {
+    if (!out_) throw FileError(path + ": cannot append to it");
+    if (torn) out_ << '\n';
+    if (error || size == 0) {
       out_ << "step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,"
               "tokens_per_second,elapsed_seconds,eval_bits_per_token\n";
     }
+    out_.flush();
   }
   void write(int64_t step, const StepResult& r, const Metrics& m, double tokens_per_second,
              double elapsed) {
@@ -141,7 +154,95 @@ struct Options {
   std::string resume;                              // --resume path
   std::optional<CheckpointData> resumed;           // its contents
   std::shared_ptr<const data::TextCorpus> corpus;  // --task text: the file, read once
+  bool overwrite = false;                          // --overwrite
+  std::vector<std::string> earlier_checkpoints;    // of the run a resume continues in --out
+  // What --overwrite replaces in --out, removed once training is about to start: an earlier
+  // run's files, or on a resume the checkpoints and metrics rows after the resumed step.
+  std::vector<std::string> replaced;
+  int64_t metrics_after = -1;  // metrics rows after this step go too (-1: none)
 };
+
+// A directory's run files, for a message: "config.ini, metrics.csv, best.h5 and 2 step
+// checkpoints".
+std::string describe(const std::vector<std::string>& files) {
+  std::vector<std::string> parts;
+  int64_t steps = 0;
+  for (const std::string& f : files) {
+    if (checkpoint_step(f) >= 0) {
+      ++steps;
+    } else {
+      parts.push_back(fs::path(f).filename().string());
+    }
+  }
+  if (steps > 0)
+    parts.push_back(std::to_string(steps) + " step checkpoint" + (steps > 1 ? "s" : ""));
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return text;
+}
+
+// Decides whether this run may write into --out without losing earlier work; returns "" or the
+// reason it may not. An empty or new directory is free. A resume into the directory it comes
+// from continues that run, unless the run saved checkpoints past the resumed step: those would
+// be overwritten. Metrics rows past the resumed step without a checkpoint (a run killed between
+// an evaluation and its save) are dropped, since the resumed run writes them again, bit for
+// bit. --overwrite allows both refusals and records what will be replaced.
+std::string claim_run_directory(Options& opts) {
+  const std::string& dir = opts.config.out_dir;
+  const std::vector<std::string> files = run_files(dir);
+  if (files.empty()) return "";
+  std::error_code error;
+  const fs::path from = fs::path(opts.resume).parent_path();
+  const bool resuming_here =
+      opts.resumed && fs::equivalent(from.empty() ? fs::path(".") : from, dir, error);
+  if (!resuming_here) {
+    if (!opts.overwrite) {
+      return "--out " + dir + " already holds a run (" + describe(files) + "); resume it with " +
+             "--resume " + dir + ", choose another --out, or pass --overwrite to replace it";
+    }
+    opts.replaced = files;
+    return "";
+  }
+  const int64_t step = opts.resumed->train.step;
+  std::vector<std::string> later;
+  for (const std::string& f : step_checkpoints(dir)) {
+    (checkpoint_step(f) > step ? later : opts.earlier_checkpoints).push_back(f);
+  }
+  if (!later.empty() && !opts.overwrite) {
+    return "--resume " + opts.resume + ": the run in " + dir + " went on past step " +
+           std::to_string(step) + " (" + describe(later) + ", the newest " + later.back() +
+           "); resume the newest with --resume " + dir +
+           ", choose another --out, or pass --overwrite to drop what came after step " +
+           std::to_string(step);
+  }
+  opts.replaced = later;
+  if (last_metrics_step(dir) > step) opts.metrics_after = step;
+  return "";
+}
+
+// Carries out what claim_run_directory recorded for --overwrite, and removes the temporary
+// files of saves that died with their process.
+void prepare_run_directory(const Options& opts) {
+  const std::string& dir = opts.config.out_dir;
+  for (const std::string& f : opts.replaced) fs::remove(f);
+  if (opts.metrics_after >= 0) {
+    const fs::path path = fs::path(dir) / "metrics.csv";
+    std::ifstream in(path);
+    std::string kept, line;
+    while (std::getline(in, line)) {
+      const size_t comma = line.find(',');
+      const std::string step = line.substr(0, comma);
+      const bool row = !step.empty() && step.find_first_not_of("0123456789") == std::string::npos;
+      if (!row || std::stoll(step) <= opts.metrics_after) kept += line + '\n';
+    }
+    replace_file_text(path.string(), kept);
+  }
+  for (const std::string& f : remove_stale_temp_files(dir)) {
+    std::cerr << "gradlab train: removed " << f << ", left by a save that did not finish\n";
+  }
+}
 
 // Parses flags (and --config FILE); on --resume the checkpoint's configuration is used, with
 // only the resumable flags allowed to change. Returns -1 to go on, or an exit code.
@@ -152,7 +253,10 @@ int parse(const std::vector<std::string>& args, Options& opts) {
   std::string config_file;
   options.add_options()("help,h", "show this help")("config", po::value(&config_file),
                                                     "read options from this file (flags win)")(
-      "resume", po::value(&opts.resume), "continue the run saved in this checkpoint");
+      "resume", po::value(&opts.resume),
+      "continue the run saved in this checkpoint, or in a run directory's newest one")(
+      "overwrite", po::bool_switch(&opts.overwrite),
+      "replace the run already in --out (or, on --resume, what came after the resumed step)");
   add_run_options(options, opts.config);
   po::variables_map vm;
   if (const int code = parse_or_usage("train", args, options, vm); code >= 0) return code;
@@ -176,11 +280,20 @@ int parse(const std::vector<std::string>& args, Options& opts) {
   }
   if (!opts.resume.empty()) {
     const RunConfig given = opts.config;
+    if (fs::is_directory(opts.resume)) {
+      const std::string newest = newest_readable_checkpoint(opts.resume);
+      if (newest.empty()) {
+        return usage_error("train",
+                           "--resume " + opts.resume + ": no readable step-*.h5 checkpoint in it",
+                           options);
+      }
+      opts.resume = newest;
+    }
     require_checkpoint_file(opts.resume);
     opts.resumed = read_checkpoint(opts.resume);
     opts.config = from_entries(opts.resumed->config, opts.resume);
     for (const auto& [key, value] : vm) {
-      if (value.defaulted() || key == "resume" || key == "config") continue;
+      if (value.defaulted() || key == "resume" || key == "config" || key == "overwrite") continue;
       const auto& allowed = resumable_options();
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         return usage_error("train",
@@ -195,8 +308,8 @@ int parse(const std::vector<std::string>& args, Options& opts) {
       if (vm.count(key) && !vm[key].defaulted()) overridden.push_back(key);
     }
     copy_fields(given, opts.config, overridden);
-    opts.config.out_dir =
-        given.out_dir.empty() ? fs::path(opts.resume).parent_path().string() : given.out_dir;
+    const std::string from = fs::path(opts.resume).parent_path().string();
+    opts.config.out_dir = !given.out_dir.empty() ? given.out_dir : from.empty() ? "." : from;
     const int64_t done = opts.resumed->train.step;
     if (opts.config.steps <= done) {
       return usage_error("train",
@@ -206,6 +319,10 @@ int parse(const std::vector<std::string>& args, Options& opts) {
                          options);
     }
   }
+  if (opts.config.out_dir.empty()) opts.config.out_dir = default_out_dir(opts.config);
+  if (const std::string refusal = claim_run_directory(opts); !refusal.empty()) {
+    return usage_error("train", refusal, options);
+  }
   try {
     check_fields(opts.config);  // a usage error costs no time reading the text
     if (opts.config.task.name == "text") opts.corpus = load_text_corpus(opts.config);
@@ -213,7 +330,6 @@ int parse(const std::vector<std::string>& args, Options& opts) {
   } catch (const ConfigError& e) {
     return usage_error("train", e.what(), options);
   }
-  if (opts.config.out_dir.empty()) opts.config.out_dir = default_out_dir(opts.config);
   return -1;
 }
 
@@ -233,7 +349,8 @@ int run_train(const std::vector<std::string>& args) {
   Trainer trainer(config, opts.corpus);
   if (opts.resumed) trainer.restore(*opts.resumed, opts.resume);
   fs::create_directories(config.out_dir);
-  std::ofstream(fs::path(config.out_dir) / "config.ini") << to_config_file(config);
+  prepare_run_directory(opts);
+  replace_file_text((fs::path(config.out_dir) / "config.ini").string(), to_config_file(config));
 
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
@@ -244,7 +361,8 @@ int run_train(const std::vector<std::string>& args) {
                           .best_by_loss = config.task.name == "text",
                           .out_dir = config.out_dir,
                           .save_every = config.save_every,
-                          .keep = config.keep};
+                          .keep = config.keep,
+                          .earlier_checkpoints = opts.earlier_checkpoints};
   const FitResult result = fit(trainer, policy, observer);
   if (result.reason == StopReason::Diverged) {
     std::cerr << "gradlab train: stopped: " << result.error << "; "

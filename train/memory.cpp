@@ -1,0 +1,77 @@
+#include "train/memory.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "autograd/error.h"
+#include "autograd/format.h"
+#include "nn/sequence_model.h"
+
+namespace gradlab::train {
+namespace {
+
+constexpr double kFloat = 4, kIndex = 8, kGiB = 1024.0 * 1024 * 1024;
+// The program itself: code, libraries, allocator and thread stacks (about 15-20 MiB measured).
+constexpr double kProgram = 32.0 * 1024 * 1024;
+// Held-out rows per forward pass: Trainer's evaluation chunk.
+constexpr double kEvalChunk = 64;
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g GiB", bytes / kGiB);
+  return text;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const RunConfig& c) {
+  const nn::ModelFootprint model = nn::model_footprint(c.model, c.net);
+  const bool text = c.task.name == "text";
+  // Values, gradients and the two moments of Adam (SGD keeps fewer).
+  MemoryEstimate m;
+  m.state = kProgram + 4 * kFloat * model.parameters;
+  // What the forward keeps for the backward pass (the backward frees as it goes). Measured on
+  // runs of 1-6 GiB, decoder and encoder-decoder, peak resident memory was 0.75-1.0 of the
+  // whole estimate.
+  m.activations = kFloat * static_cast<double>(c.batch_size) * model.activations_per_sequence;
+  const double rows = static_cast<double>(text ? c.eval_iters : c.eval_size);
+  const double positions = static_cast<double>(text ? c.context + 1 : c.net.max_len);
+  m.heldout = 3 * kIndex * rows * positions +
+              kFloat * std::min(rows, kEvalChunk) * model.inference_per_sequence;
+  return m;
+}
+
+double memory_limit(const RunConfig& c) {
+  if (c.max_memory > 0) return c.max_memory * kGiB;
+  const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
+  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  return 0.8 * pages * page;
+}
+
+void check_memory(const RunConfig& c) {
+  const MemoryEstimate m = estimate_memory(c);
+  const double limit = memory_limit(c);
+  if (m.total() <= limit) return;
+  const bool text = c.task.name == "text";
+  std::string cause;
+  if (m.activations >= m.state && m.activations >= m.heldout) {
+    cause = "activations " + gib(m.activations) + " for --batch-size " +
+            format_number(c.batch_size) + " sequences of " + format_number(c.net.max_len) +
+            " positions (" + (text ? "--context" : "--length") + ")";
+  } else if (m.state >= m.heldout) {
+    cause = "parameters and optimizer state " + gib(m.state) +
+            " (--d-model, --d-ff, --layers, the vocabulary)";
+  } else {
+    cause = "the held-out set " + gib(m.heldout) + " (" + (text ? "--eval-iters" : "--eval-size") +
+            " " + format_number(text ? c.eval_iters : c.eval_size) + ")";
+  }
+  throw ConfigError("this configuration needs about " + gib(m.total()) + ", mostly " + cause +
+                    ": above the limit of " + gib(limit) +
+                    (c.max_memory > 0
+                         ? " (--max-memory)"
+                         : " (80% of this machine's memory; --max-memory GiB sets it)"));
+}
+
+}  // namespace gradlab::train

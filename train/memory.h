@@ -1,0 +1,30 @@
+// The memory a run's configuration needs, estimated before anything is allocated, and the limit
+// it must stay under (--max-memory): a configuration too large for the machine is refused with
+// the flags that make it so, instead of failing in the allocator after gigabytes.
+#pragma once
+
+#include <string>
+
+#include "train/config.h"
+
+namespace gradlab::train {
+
+struct MemoryEstimate {
+  double state = 0;        // the program, parameters, their gradients and the optimizer's moments
+  double activations = 0;  // what one training batch keeps for backward, and its gradients
+  double heldout = 0;      // the held-out set's tokens and one evaluation chunk
+  double total() const { return state + activations + heldout; }
+};
+
+// Bytes, for a finalized config (vocabulary and positions known). The tokens of a text file
+// come on top: 1 to 4 bytes per token, known only once the file is read.
+MemoryEstimate estimate_memory(const RunConfig& config);
+
+// The limit in bytes: --max-memory GiB, or with 0 (the default) 80% of the machine's memory.
+double memory_limit(const RunConfig& config);
+
+// Throws ConfigError when the estimate is above the limit, naming the flags behind the
+// largest part and --max-memory.
+void check_memory(const RunConfig& config);
+
+}  // namespace gradlab::train

@@ -69,6 +69,16 @@ TEST(Memory, AConfigurationAboveTheLimitIsRefusedNamingItsFlags) {
   EXPECT_TRUE(contains(bad.err, "--max-memory must be")) << bad.err;
 }
 
+TEST(Memory, ExplainEstimatesItsWalkBeforeRunningIt) {
+  const CommandResult big =
+      run_gradlab({"explain", "--shapes", "8,1024,1024,8", "--max-memory", "0.5"});
+  EXPECT_EQ(big.exit_code, 2) << big.describe();
+  EXPECT_TRUE(contains(big.err, "the walk needs about 1.3 GiB, above the limit of 0.5 GiB"))
+      << big.err;
+  const CommandResult small = run_gradlab({"explain", "--shapes", "2,3,4,2", "--max-memory", "1"});
+  EXPECT_EQ(small.exit_code, 0) << small.describe();
+}
+
 TEST(Memory, TheDefaultLimitIsMostOfTheMachinesMemory) {
   RunConfig config;
   finalize(config);

@@ -18,13 +18,13 @@ constexpr double kProgram = 32.0 * 1024 * 1024;
 // Held-out rows per forward pass: Trainer's evaluation chunk.
 constexpr double kEvalChunk = 64;
 
+}  // namespace
+
 std::string gib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g GiB", bytes / kGiB);
   return text;
 }
-
-}  // namespace
 
 MemoryEstimate estimate_memory(const RunConfig& c) {
   const nn::ModelFootprint model = nn::model_footprint(c.model, c.net);
@@ -44,7 +44,11 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
 }
 
 double memory_limit(const RunConfig& c) {
-  if (c.max_memory > 0) return c.max_memory * kGiB;
+  return memory_limit(c.max_memory);
+}
+
+double memory_limit(double max_memory_gib) {
+  if (max_memory_gib > 0) return max_memory_gib * kGiB;
   const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
   const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
   return 0.8 * pages * page;

@@ -21,7 +21,11 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const RunConfig& config);
 
 // The limit in bytes: --max-memory GiB, or with 0 (the default) 80% of the machine's memory.
+double memory_limit(double max_memory_gib);
 double memory_limit(const RunConfig& config);
+
+// "2.5 GiB": how the estimates are quoted.
+std::string gib(double bytes);
 
 // Throws ConfigError when the estimate is above the limit, naming the flags behind the
 // largest part and --max-memory.

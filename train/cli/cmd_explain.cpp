@@ -1,6 +1,7 @@
 // `gradlab explain`: the seeds' worked example and shape walk, computed by the real
 // MultiHeadAttention module (its trace of intermediates), not by a separate code path.
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "nn/attention.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
+#include "train/memory.h"
 
 namespace gradlab::cli {
 namespace {
@@ -150,6 +152,7 @@ struct ExplainArgs {
       "Without options, reproduces the seeds' worked 3x4 example with the real module.\nOptions"};
   std::string shapes;
   std::vector<int64_t> sizes;  // empty without --shapes
+  double max_memory = 0;       // GiB; 0: 80% of the machine's memory
 };
 
 // The element count of dims if it is at most 2^28 (checked factor by factor, so nothing
@@ -167,7 +170,9 @@ int64_t bounded_numel(std::initializer_list<int64_t> dims) {
 int parse(const std::vector<std::string>& args, ExplainArgs& a) {
   namespace po = boost::program_options;
   a.options.add_options()("help,h", "show this help")(
-      "shapes", po::value(&a.shapes), "B,T,C,H[,KV]: print the shape walk and parameter count");
+      "shapes", po::value(&a.shapes), "B,T,C,H[,KV]: print the shape walk and parameter count")(
+      "max-memory", po::value(&a.max_memory),
+      "GiB the walk may need, estimated first (0: 80% of this machine's memory)");
   po::variables_map vm;
   if (const int code = parse_or_usage("explain", args, a.options, vm); code >= 0) return code;
   if (a.shapes.empty()) return -1;
@@ -197,6 +202,28 @@ int parse(const std::vector<std::string>& args, ExplainArgs& a) {
                            ": too large for the walk ([B,T,C], [B,H,T,T] and [C,C] must each "
                            "have at most 2^28 elements)",
                        a.options);
+  }
+  // What the walk holds at once: X, Q, K, V and their head views, the concatenation and the
+  // output ([B,T,C] each, at most), the scores, scaled scores and weights with one temporary
+  // ([B,H,T,T]), the four weights (measured at 8,1024,1024,8: 0.85 of this estimate).
+  const auto count = [](std::initializer_list<int64_t> dims) {
+    double n = 1;
+    for (int64_t d : dims) n *= static_cast<double>(d);
+    return n;
+  };
+  const double bytes =
+      4 * (8 * count({B, T, C}) + 4 * count({B, H, T, T}) + 4 * count({C, C})) + 32.0 * (1 << 20);
+  if (!(a.max_memory >= 0) || !std::isfinite(a.max_memory)) {
+    return usage_error("explain", "--max-memory must be a number of GiB >= 0", a.options);
+  }
+  const double limit = train::memory_limit(a.max_memory);
+  if (bytes > limit) {
+    return usage_error(
+        "explain",
+        "--shapes " + quote(a.shapes) + ": the walk needs about " + train::gib(bytes) +
+            ", above the limit of " + train::gib(limit) +
+            (a.max_memory > 0 ? " (--max-memory)" : " (80% of this machine's memory)"),
+        a.options);
   }
   return -1;
 }

@@ -280,7 +280,8 @@ int parse(const std::vector<std::string>& args, Options& opts) {
   }
   if (!opts.resume.empty()) {
     const RunConfig given = opts.config;
-    if (fs::is_directory(opts.resume)) {
+    std::error_code not_a_directory;  // a name the system refuses is left to the checks below
+    if (fs::is_directory(opts.resume, not_a_directory)) {
       const std::string newest = newest_readable_checkpoint(opts.resume);
       if (newest.empty()) {
         return usage_error("train",

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -44,7 +45,7 @@ std::string default_out_dir(const RunConfig& config) {
 // newline before the next one.
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path) {
+  explicit MetricsLog(const std::string& path) : path_(path) {
     std::error_code error;
     const auto size = fs::file_size(path, error);
     bool torn = false;
@@ -60,17 +61,18 @@ class MetricsLog {
       out_ << "step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,"
               "tokens_per_second,elapsed_seconds,eval_bits_per_token\n";
     }
-    out_.flush();
+    if (!out_.flush()) throw FileError(path + ": cannot write to it: " + std::strerror(errno));
   }
   void write(int64_t step, const StepResult& r, const Metrics& m, double tokens_per_second,
              double elapsed) {
     out_ << step << ',' << r.loss << ',' << m.loss << ',' << m.token_accuracy << ','
          << m.exact_match << ',' << r.grad_norm << ',' << r.lr << ',' << tokens_per_second << ','
          << elapsed << ',' << m.loss / std::log(2.0) << '\n';
-    out_.flush();
+    if (!out_.flush()) throw FileError(path_ + ": cannot append a row: " + std::strerror(errno));
   }
 
  private:
+  std::string path_;
   std::ofstream out_;
 };
 

@@ -181,11 +181,14 @@ TEST(RunDirectory, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
   const std::string dead = tmp.file("step-000010.h5.tmp-" + std::to_string(dead_pid()));
   const std::string live = tmp.file("best.h5.tmp-" + std::to_string(::getppid()));
   const std::string other = tmp.file("notes.tmp-draft");
-  for (const std::string& f : {dead, live, other}) std::ofstream(f) << "x";
-  EXPECT_EQ(remove_stale_temp_files(tmp.path().string()), std::vector<std::string>{dead});
+  const std::string users = tmp.file("notes.txt.tmp-" + std::to_string(dead_pid()));
+  for (const std::string& f : {dead, live, other, users}) std::ofstream(f) << "x";
+  EXPECT_EQ(remove_stale_temp_files(tmp.path().string(), is_run_file),
+            std::vector<std::string>{dead});
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(users)) << "not a file gradlab writes: the user's own";
 
   // A run removes them from its directory at the start, and says so.
   const std::string out = tmp.file("run");

@@ -85,7 +85,8 @@ void replace_file_text(const std::string& path, const std::string& text) {
   replace_file_bytes(path, text.data(), text.size());
 }
 
-std::vector<std::string> remove_stale_temp_files(const std::string& dir) {
+std::vector<std::string> remove_stale_temp_files(
+    const std::string& dir, const std::function<bool(const std::string& target)>& ours) {
   std::vector<std::string> removed;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
@@ -94,7 +95,8 @@ std::vector<std::string> remove_stale_temp_files(const std::string& dir) {
     if (marker == std::string::npos || !entry.is_regular_file(error)) continue;
     const std::string digits = name.substr(marker + std::strlen(kTempMarker));
     if (digits.empty() || digits.size() > 9 ||
-        digits.find_first_not_of("0123456789") != std::string::npos) {
+        digits.find_first_not_of("0123456789") != std::string::npos ||
+        !ours(name.substr(0, marker))) {
       continue;
     }
     const pid_t pid = static_cast<pid_t>(std::stol(digits));

@@ -21,7 +21,10 @@ void replace_file_bytes(const std::string& path, const char* data, size_t size);
 void replace_file_text(const std::string& path, const std::string& text);
 
 // Removes the temporary files of replace_file in dir whose process is gone (a crash or a kill
-// in the middle of a save); files of running processes stay. Returns the paths removed.
-std::vector<std::string> remove_stale_temp_files(const std::string& dir);
+// in the middle of a save) and whose target's file name `ours` accepts, so that a user's own
+// "<name>.tmp-<digits>" is never touched; files of running processes stay. Returns the paths
+// removed.
+std::vector<std::string> remove_stale_temp_files(
+    const std::string& dir, const std::function<bool(const std::string& target)>& ours);
 
 }  // namespace gradlab::train

@@ -8,7 +8,6 @@
 #include "train/checkpoint.h"
 
 namespace gradlab::train {
-namespace {
 
 namespace fs = std::filesystem;
 
@@ -16,8 +15,6 @@ bool is_run_file(const std::string& name) {
   return name == "config.ini" || name == "metrics.csv" || name == "best.h5" ||
          checkpoint_step(name) >= 0;
 }
-
-}  // namespace
 
 int64_t checkpoint_step(const std::string& path) {
   const std::string name = fs::path(path).filename().string();

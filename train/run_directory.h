@@ -13,6 +13,9 @@ namespace gradlab::train {
 // when dir does not exist or holds none of them). Other files are not a run's.
 std::vector<std::string> run_files(const std::string& dir);
 
+// Whether a file name is one a run writes: config.ini, metrics.csv, best.h5, step-NNNNNN.h5.
+bool is_run_file(const std::string& name);
+
 // The step of a step checkpoint's path (".../step-000250.h5" -> 250), or -1 for another name.
 int64_t checkpoint_step(const std::string& path);
 

@@ -241,7 +241,7 @@ void prepare_run_directory(const Options& opts) {
     }
     replace_file_text(path.string(), kept);
   }
-  for (const std::string& f : remove_stale_temp_files(dir)) {
+  for (const std::string& f : remove_stale_temp_files(dir, is_run_file)) {
     std::cerr << "gradlab train: removed " << f << ", left by a save that did not finish\n";
   }
 }

@@ -154,7 +154,9 @@ TEST(RunDirectory, ATornMetricsRowIsClosedBeforeTheNextOne) {
   ASSERT_EQ(train({"--steps", "20", "--out", out}).exit_code, 0);
   // A crash in the middle of a row: keep the step-20 row's first few characters only.
   std::string text = read_text(fs::path(out) / "metrics.csv");
-  text.resize(text.rfind("20,") + 6);
+  const size_t last_row = text.rfind('\n', text.size() - 2) + 1;
+  ASSERT_TRUE(text.compare(last_row, 3, "20,") == 0) << text;
+  text.resize(last_row + 6);
   std::ofstream(fs::path(out) / "metrics.csv", std::ios::trunc) << text;
   const CommandResult r =
       run_gradlab({"train", "--resume", out + "/step-000020.h5", "--steps", "30"});

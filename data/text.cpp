@@ -7,6 +7,7 @@
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "autograd/random.h"
+#include "data/fingerprint.h"
 #include "data/streams.h"
 
 namespace gradlab::data {
@@ -283,6 +284,14 @@ TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer,
 
 int64_t TextCorpus::size() const {
   return std::visit([](const auto& v) { return static_cast<int64_t>(v.size()); }, tokens_);
+}
+
+uint64_t TextCorpus::fingerprint() const {
+  const std::string symbols = vocabulary_.serialize();
+  const uint64_t hash = data::fingerprint(symbols.data(), symbols.size());
+  return std::visit(
+      [hash](const auto& v) { return data::fingerprint(v.data(), v.size() * sizeof(v[0]), hash); },
+      tokens_);
 }
 
 int64_t TextCorpus::bytes_per_token() const {

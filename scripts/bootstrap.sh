@@ -22,6 +22,7 @@ packages=(
   cmake g++ make
   libeigen3-dev libboost-program-options-dev libhdf5-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  openmpi-bin libopenmpi-dev
   python3
 )
 

@@ -95,6 +95,10 @@ std::vector<ConfigField> config_fields(RunConfig& c) {
        "GiB the run may need, estimated before it starts (0: 80% of this machine's memory)", false},
       {"save-every", &c.save_every, "save a checkpoint every N steps (0: only at the end)"},
       {"keep", &c.keep, "step checkpoints to keep"},
+      {"check-replicas", &c.check_replicas,
+       "on several processes (mpirun): check every N steps that all hold the same model and "
+       "optimizer state (0: never)",
+       false},
       {"bias", &c.net.bias, "biases in every Linear and LayerNorm", true, true},
       {"tie-embeddings", &c.net.tie_embeddings, "the output head shares the token embedding matrix",
        true, true},
@@ -122,8 +126,9 @@ void check_threads(int64_t threads) {
 }
 
 const std::vector<std::string>& resumable_options() {
-  static const std::vector<std::string> keys{"steps", "eval-every", "save-every",      "keep",
-                                             "out",   "threads",    "target-accuracy", "data"};
+  static const std::vector<std::string> keys{
+      "steps",   "eval-every",      "save-every", "keep",          "out",
+      "threads", "target-accuracy", "data",       "check-replicas"};
   return keys;
 }
 
@@ -221,6 +226,8 @@ void check_fields(const RunConfig& c) {
         "--max-memory must be a number of GiB >= 0, got " + format_number(c.max_memory));
   check(c.save_every >= 0, "--save-every must not be negative, got " + format_number(c.save_every));
   check(c.keep > 0, "--keep must be positive, got " + format_number(c.keep));
+  check(c.check_replicas >= 0,
+        "--check-replicas must be 0 (never) or positive, got " + format_number(c.check_replicas));
   ScheduleConfig schedule = c.schedule;
   schedule.d_model = c.net.d_model;
   schedule.total_steps = c.steps;

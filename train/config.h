@@ -33,6 +33,7 @@ struct RunConfig {
   std::string out_dir;     // default runs/<task>-<timestamp>
   int64_t save_every = 0;  // 0: only the final (and best) checkpoint
   int64_t keep = 3;        // step checkpoints kept; older ones are deleted
+  int64_t check_replicas = 0;  // several processes: compare their state every N steps (0: never)
 
   // --task text: language modelling on a text file of the user's (data/text.h).
   std::string data;                // the file

@@ -58,13 +58,16 @@ std::string step_checkpoint_path(const std::string& dir, int64_t step) {
 FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
   FitResult result;
   result.first_step = trainer.step();
+  ProcessGroup& group = trainer.group();
   const bool saving = !policy.out_dir.empty();
-  if (saving) fs::create_directories(policy.out_dir);
+  // In a group, every process takes the same decisions, but only rank 0 writes the files.
+  const bool writer = saving && group.rank() == 0;
+  if (writer) fs::create_directories(policy.out_dir);
   DivergenceWatch watch(global_norm(trainer.model().parameters()));
   std::string last_saved;
   auto save = [&](const std::string& path) {
     watch.check_parameters(trainer.step(), global_norm(trainer.model().parameters()));
-    save_checkpoint(path, trainer.checkpoint());
+    if (writer) save_checkpoint(path, trainer.checkpoint());
     last_saved = path;
     observer.on_checkpoint(trainer.step(), path);
   };
@@ -75,7 +78,7 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
     if (last_saved != path) save(path);
     if (std::find(written.begin(), written.end(), path) == written.end()) written.push_back(path);
     while (static_cast<int64_t>(written.size()) > policy.keep) {
-      fs::remove(written.front());
+      if (writer) fs::remove(written.front());
       written.erase(written.begin());
     }
     return path;
@@ -83,9 +86,13 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
 
   bool reached = false, requested = false;
   try {
-    while (trainer.step() < policy.steps && !reached && !(requested = observer.should_stop())) {
+    while (trainer.step() < policy.steps && !reached &&
+           !(requested = group.any(observer.should_stop()))) {
       result.last_step = trainer.train_step();
       const int64_t step = trainer.step();
+      if (policy.check_replicas_every > 0 && step % policy.check_replicas_every == 0) {
+        trainer.check_replicas();
+      }
       watch.check_loss(step, result.last_step.loss);
       observer.on_step(step, result.last_step);
       if (step % policy.eval_every == 0 || step == policy.steps) {

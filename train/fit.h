@@ -27,6 +27,9 @@ struct LoopPolicy {
   // continues), oldest first. Pruning counts them with the ones fit writes; no other file is
   // ever deleted.
   std::vector<std::string> earlier_checkpoints;
+  // In a group of processes (Trainer::distribute): compare every process's state every N steps
+  // (Trainer::check_replicas; a mismatch stops the run as a divergence). 0: never.
+  int64_t check_replicas_every = 0;
 };
 
 enum class StopReason {
@@ -61,6 +64,10 @@ class Observer {
 
 // Trains until policy.steps, the target or a stop request, then saves the final checkpoint
 // (when out_dir is set). Errors writing a checkpoint throw CheckpointError.
+//
+// A trainer of a group of processes (Trainer::distribute) runs fit on every process: they take
+// every decision together (a stop request on any process stops all after the same step), and
+// only rank 0 writes or deletes files; the observer of every process sees every event.
 //
 // A divergence ends the loop without saving and is reported in the result, not thrown. A run
 // diverges when

@@ -1,10 +1,14 @@
 // The training step and evaluation of any SequenceModel, and the runs built from a RunConfig.
 #include "train/trainer.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <span>
 
 #include "autograd/format.h"
 #include "autograd/ops.h"
+#include "data/fingerprint.h"
 
 namespace gradlab::train {
 namespace {
@@ -18,6 +22,11 @@ void require_finite(const CheckpointData& data, const std::string& path) {
                             ": holds non-finite values (saved from a diverged run)");
     }
   }
+}
+
+ProcessGroup& alone() {
+  static ProcessGroup group;
+  return group;
 }
 
 // Position of the largest logit in row `row` of a [N, V] view.
@@ -37,6 +46,32 @@ Indices rows_of(const Indices& batch, int64_t start, int64_t count) {
   return Indices({count, length},
                  std::vector<int64_t>(batch.values.begin() + start * length,
                                       batch.values.begin() + (start + count) * length));
+}
+
+nn::SequenceBatch rows_of(const nn::SequenceBatch& batch, int64_t start, int64_t count) {
+  return {rows_of(batch.source, start, count), rows_of(batch.inputs, start, count),
+          rows_of(batch.targets, start, count)};
+}
+
+// The rows [begin, end) of `rows` that process `rank` of `size` takes: shares as equal as can
+// be, contiguous, in rank order.
+std::pair<int64_t, int64_t> share_of(int64_t rows, const ProcessGroup& group) {
+  return {rows * group.rank() / group.size(), rows * (group.rank() + 1) / group.size()};
+}
+
+// Targets that count in the loss.
+int64_t counted_targets(const Indices& targets) {
+  return std::count_if(targets.values.begin(), targets.values.end(),
+                       [](int64_t t) { return t != nn::kIgnoreTarget; });
+}
+
+uint64_t hash_tensors(const std::vector<nn::NamedTensor>& tensors, uint64_t hash) {
+  for (const auto& [name, t] : tensors) {
+    hash = data::fingerprint(name.data(), name.size(), hash);
+    hash = data::fingerprint(t.node()->storage->data(),
+                             static_cast<size_t>(t.numel()) * dtype_size(t.dtype()), hash);
+  }
+  return hash;
 }
 
 // Counts over held-out chunks.
@@ -154,7 +189,8 @@ Trainer::Trainer(std::shared_ptr<nn::SequenceModel> model, std::unique_ptr<Optim
       optimizer_(std::move(optimizer)),
       data_(std::move(data)),
       options_(std::move(options)),
-      heldout_(data_->heldout()) {}
+      heldout_(data_->heldout()),
+      group_(&alone()) {}
 
 Trainer::Trainer(const RunConfig& config, std::shared_ptr<const data::TextCorpus> corpus)
     : Trainer(nn::make_sequence_model(config.model, config.net), config, std::move(corpus)) {}
@@ -169,10 +205,14 @@ StepResult Trainer::train_step() {
   const int64_t next = step_ + 1;
   const nn::SequenceBatch batch = data_->training_batch(next);
   optimizer_->zero_grad();
-  const Tensor loss = model_->loss(batch);
-  loss.backward();
   StepResult result;
-  result.loss = loss.item();
+  if (group_->size() == 1) {
+    const Tensor loss = model_->loss(batch);
+    loss.backward();
+    result.loss = loss.item();
+  } else {
+    result.loss = backward_share(batch);
+  }
   result.grad_norm =
       clip_grad_norm(model_->parameters(), options_.clip_norm > 0 ? options_.clip_norm : INFINITY);
   if (!std::isfinite(result.loss) || !std::isfinite(result.grad_norm)) {
@@ -192,20 +232,118 @@ Metrics Trainer::evaluate() {
   NoGradGuard no_grad;
   model_->eval();
   Tally t;
-  const int64_t rows = heldout_.targets.shape[0];
-  for (int64_t start = 0; start < rows; start += options_.eval_batch_size) {
-    const int64_t count = std::min(options_.eval_batch_size, rows - start);
-    const nn::SequenceBatch chunk{rows_of(heldout_.source, start, count),
-                                  rows_of(heldout_.inputs, start, count),
-                                  rows_of(heldout_.targets, start, count)};
+  const auto [begin, end] = share_of(heldout_.targets.shape[0], *group_);
+  for (int64_t start = begin; start < end; start += options_.eval_batch_size) {
+    const nn::SequenceBatch chunk =
+        rows_of(heldout_, start, std::min(options_.eval_batch_size, end - start));
     tally(model_->forward(chunk), chunk.targets, t);
   }
   model_->train();
+  if (group_->size() > 1) {
+    std::array<double, 5> sums = {static_cast<double>(t.rows), static_cast<double>(t.counted),
+                                  static_cast<double>(t.correct), static_cast<double>(t.exact),
+                                  t.loss_sum};
+    group_->sum(sums);
+    t = {static_cast<int64_t>(sums[0]), static_cast<int64_t>(sums[1]),
+         static_cast<int64_t>(sums[2]), static_cast<int64_t>(sums[3]), sums[4]};
+  }
   Metrics m;
   m.loss = t.counted ? t.loss_sum / static_cast<double>(t.counted) : 0;
   m.token_accuracy = t.counted ? static_cast<double>(t.correct) / t.counted : 0;
   m.exact_match = t.rows ? static_cast<double>(t.exact) / t.rows : 0;
   return m;
+}
+
+void Trainer::distribute(ProcessGroup& group) {
+  const int64_t rows = data_->training_batch(1).targets.shape[0];
+  if (group.size() > rows) {
+    throw ConfigError("--batch-size " + std::to_string(rows) + " is smaller than the " +
+                      std::to_string(group.size()) +
+                      " processes training it: every process needs a row of each batch");
+  }
+  for (const auto& [name, p] : model_->named_parameters()) {
+    if (p.dtype() != DType::Float32) {
+      throw ConfigError("training on several processes needs float32 parameters; " + name + " is " +
+                        dtype_name(p.dtype()));
+    }
+  }
+  group_ = &group;
+}
+
+double Trainer::backward_share(const nn::SequenceBatch& batch) {
+  const auto [begin, end] = share_of(batch.targets.shape[0], *group_);
+  const nn::SequenceBatch share = rows_of(batch, begin, end - begin);
+  const int64_t counted = counted_targets(batch.targets);
+  const double weight =
+      counted > 0 ? static_cast<double>(counted_targets(share.targets)) / counted : 0;
+  // This process's masks come from its own stream, seeded by the shared generator's next draw
+  // and the rank; the shared generator itself only moves on by that draw, on every process.
+  Generator& dropout = *model_->dropout_gen;
+  Generator shared = dropout;
+  const uint64_t draw = shared.next_u64();
+  dropout = Generator(draw + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(group_->rank() + 1));
+  double loss_part = 0;
+  if (weight > 0) {
+    const Tensor loss = model_->loss(share) * weight;
+    loss.backward();
+    loss_part = loss.item();
+  }
+  dropout = shared;
+  sum_gradients();
+  group_->sum(std::span<double>(&loss_part, 1));
+  return loss_part;
+}
+
+void Trainer::sum_gradients() {
+  std::vector<Tensor> params = model_->parameters();
+  size_t total = 0;
+  for (const Tensor& p : params) total += static_cast<size_t>(p.numel());
+  gradient_buffer_.resize(total);
+  float* flat = gradient_buffer_.data();
+  for (const Tensor& p : params) {
+    const Tensor grad = p.grad();
+    if (grad.defined()) {
+      std::copy_n(grad.data<float>(), p.numel(), flat);
+    } else {
+      std::fill_n(flat, p.numel(), 0.0f);
+    }
+    flat += p.numel();
+  }
+  // A few large messages rather than one per parameter: each all-reduce pays a latency.
+  constexpr size_t kBucket = size_t{1} << 22;
+  for (size_t start = 0; start < total; start += kBucket) {
+    group_->sum(
+        std::span<float>(gradient_buffer_.data() + start, std::min(kBucket, total - start)));
+  }
+  flat = gradient_buffer_.data();
+  for (Tensor& p : params) {
+    Tensor grad = Tensor::empty(p.shape());
+    std::copy_n(flat, p.numel(), grad.data<float>());
+    p.set_grad(grad);
+    flat += p.numel();
+  }
+}
+
+uint64_t Trainer::state_hash() const {
+  uint64_t hash = hash_tensors(model_->named_parameters(), data::kFingerprintStart);
+  hash = hash_tensors(optimizer_->state(), hash);
+  const std::array<int64_t, 2> steps = {step_, optimizer_->steps()};
+  hash = data::fingerprint(steps.data(), sizeof steps, hash);
+  const auto dropout = model_->dropout_gen->state();
+  return data::fingerprint(dropout.data(), sizeof dropout, hash);
+}
+
+void Trainer::check_replicas() {
+  const std::vector<uint64_t> hashes = group_->gather(state_hash());
+  std::string differ;
+  for (size_t r = 1; r < hashes.size(); ++r) {
+    if (hashes[r] != hashes[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!differ.empty()) {
+    throw ReplicaMismatch(
+        "after step " + std::to_string(step_) + " the model or optimizer state of rank" +
+        (differ.find(',') == std::string::npos ? " " : "s ") + differ + " differs from rank 0's");
+  }
 }
 
 void Trainer::record_metric(double metric) {

@@ -14,6 +14,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/optimizer.h"
+#include "train/process_group.h"
 
 namespace gradlab::train {
 
@@ -89,6 +90,11 @@ struct NonFiniteLoss : Divergence {
   using Divergence::Divergence;
 };
 
+// The processes of a group no longer hold the same model and optimizer state.
+struct ReplicaMismatch : Divergence {
+  using Divergence::Divergence;
+};
+
 struct StepResult {
   double loss = 0;
   double grad_norm = 0;  // global gradient norm before clipping
@@ -117,6 +123,23 @@ class Trainer {
   nn::SequenceModel& model() { return *model_; }
   int64_t step() const { return step_; }
 
+  // Trains and evaluates as one process of `group` (data parallel; process_group.h): every
+  // process draws the same global batch, computes the gradients of its share of its rows (as
+  // equal as can be, the first processes one row more when the batch does not divide), and the
+  // gradients are summed, each share's loss weighted by its part of the batch's counted targets,
+  // so that every process applies the step one process would. Dropout masks come from a stream
+  // of each process's own; the generator a checkpoint keeps moves on alike everywhere.
+  // Evaluation splits the held-out rows the same way. Throws ConfigError if the batch has fewer
+  // rows than the group has processes.
+  void distribute(ProcessGroup& group);
+  ProcessGroup& group() const { return *group_; }
+  // A hash of everything a step changes (parameters, optimizer state, step counts, the dropout
+  // generator): equal on every process of a group while they agree.
+  uint64_t state_hash() const;
+  // Throws ReplicaMismatch, naming the processes, unless every process of the group holds the
+  // same state (state_hash). A collective: every process must call it.
+  void check_replicas();
+
   // One optimizer step on batch number step() + 1 of the data stream. Throws NonFiniteLoss
   // (without updating anything) if the loss or the gradients are not finite.
   StepResult train_step();
@@ -136,6 +159,10 @@ class Trainer {
  private:
   Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config,
           std::shared_ptr<const data::TextCorpus> corpus);
+  // backward() of this process's share of the batch; returns the whole batch's loss.
+  double backward_share(const nn::SequenceBatch& batch);
+  // Replaces every parameter's gradient by its sum over the group.
+  void sum_gradients();
 
   std::shared_ptr<nn::SequenceModel> model_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -146,6 +173,8 @@ class Trainer {
   double best_metric_ = -1;
   int64_t best_step_ = 0;
   double last_loss_ = std::numeric_limits<double>::quiet_NaN();  // of step step_
+  ProcessGroup* group_;
+  std::vector<float> gradient_buffer_;  // the gradients summed across the group, flat
 };
 
 // A run rebuilt from a checkpoint: its configuration, and a trainer holding its parameters,

@@ -1,6 +1,6 @@
 // `gradlab train`: flags and --config into a RunConfig, --resume, then train::fit with an
-// observer that prints the progress line and writes metrics.csv, and a clean stop on SIGINT or
-// SIGTERM.
+// observer that prints the progress line and writes metrics.csv, and a clean stop on SIGINT,
+// SIGTERM or SIGUSR1. Under mpirun every process runs this, and rank 0 alone speaks and writes.
 #include <omp.h>
 #include <unistd.h>
 
@@ -13,12 +13,15 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
+#include "data/fingerprint.h"
 #include "train/atomic_file.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
 #include "train/cli/run_options.h"
 #include "train/fit.h"
+#include "train/process_group.h"
 #include "train/run_directory.h"
 
 namespace gradlab::cli {
@@ -109,8 +112,14 @@ class Progress {
   Metrics last_;
 };
 
+// A process of a group other than rank 0: it only passes on a stop request.
+class SignalObserver : public Observer {
+ public:
+  bool should_stop() override { return stop_requested; }
+};
+
 // The command line's view of fit: the progress line, metrics.csv, and the signal flag.
-class CliObserver : public Observer {
+class CliObserver : public SignalObserver {
  public:
   CliObserver(const RunConfig& config, int64_t first_step)
       : metrics_((fs::path(config.out_dir) / "metrics.csv").string()),
@@ -128,7 +137,6 @@ class CliObserver : public Observer {
     progress_.update(step, last, &metrics, rate_, eta_);
   }
   void on_stop(const FitResult&) override { progress_.finish(); }
-  bool should_stop() override { return stop_requested; }
 
   double seconds() const { return seconds_since_start(); }
 
@@ -247,8 +255,9 @@ void prepare_run_directory(const Options& opts) {
 }
 
 // Parses flags (and --config FILE); on --resume the checkpoint's configuration is used, with
-// only the resumable flags allowed to change. Returns -1 to go on, or an exit code.
-int parse(const std::vector<std::string>& args, Options& opts) {
+// only the resumable flags allowed to change. `writer`: this process will write the run's files,
+// and decides whether --out may take them. Returns -1 to go on, or an exit code.
+int parse(const std::vector<std::string>& args, Options& opts, bool writer = true) {
   po::options_description options(
       "gradlab train: train a transformer on a toy task or a text file\n"
       "Every flag can also be set in a --config file (key = value lines).\nOptions");
@@ -323,8 +332,10 @@ int parse(const std::vector<std::string>& args, Options& opts) {
     }
   }
   if (opts.config.out_dir.empty()) opts.config.out_dir = default_out_dir(opts.config);
-  if (const std::string refusal = claim_run_directory(opts); !refusal.empty()) {
-    return usage_error("train", refusal, options);
+  if (writer) {
+    if (const std::string refusal = claim_run_directory(opts); !refusal.empty()) {
+      return usage_error("train", refusal, options);
+    }
   }
   try {
     check_fields(opts.config);  // a usage error costs no time reading the text
@@ -332,6 +343,69 @@ int parse(const std::vector<std::string>& args, Options& opts) {
     finalize(opts.config);
   } catch (const ConfigError& e) {
     return usage_error("train", e.what(), options);
+  }
+  return -1;
+}
+
+// parse() on every process of a group: each parses the same command line (a file may still be
+// missing on one host only), the output of each is held back, and only the first process that
+// stopped, rank 0 before the others, prints its own. Every process returns the same code.
+int parse_in_group(const std::vector<std::string>& args, Options& opts, ProcessGroup& group) {
+  if (group.size() == 1) return parse(args, opts);
+  std::ostringstream out, err;
+  std::streambuf* const cout_buffer = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* const cerr_buffer = std::cerr.rdbuf(err.rdbuf());
+  int code;
+  try {
+    code = parse(args, opts, group.rank() == 0);
+  } catch (const std::exception& e) {
+    err << "gradlab train: " << e.what() << '\n';
+    code = kExitFailure;
+  }
+  std::cout.rdbuf(cout_buffer);
+  std::cerr.rdbuf(cerr_buffer);
+  const std::vector<uint64_t> codes = group.gather(static_cast<uint64_t>(code + 1));
+  const auto first = std::find_if(codes.begin(), codes.end(), [](uint64_t c) { return c != 0; });
+  if (first == codes.end()) return -1;
+  if (first - codes.begin() == group.rank()) {
+    std::cout << out.str() << std::flush;
+    std::cerr << (group.rank() == 0 ? "" : rank_label(group) + ": ") << err.str() << std::flush;
+  }
+  return static_cast<int>(*first) - 1;
+}
+
+// The fingerprint of this process's own executable file.
+uint64_t binary_fingerprint() {
+  std::ifstream in("/proc/self/exe", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return data::fingerprint(bytes.data(), bytes.size());
+}
+
+// Refuses to train unless every process of the group runs the same gradlab on the same
+// configuration, text and starting state (parameters, optimizer, step): processes that differ
+// would train different models while summing their gradients. Returns -1 or an exit code.
+int check_same_start(const RunConfig& config, const data::TextCorpus* corpus,
+                     const Trainer& trainer, ProcessGroup& group) {
+  const std::string settings = to_config_file(config);
+  const std::vector<std::pair<std::string, uint64_t>> checks = {
+      {"gradlab binary", binary_fingerprint()},
+      {"configuration", data::fingerprint(settings.data(), settings.size())},
+      {"text (--data)", corpus ? corpus->fingerprint() : 0},
+      {"starting state (parameters, optimizer, step; on --resume, the checkpoint read)",
+       trainer.state_hash()},
+  };
+  for (const auto& [what, value] : checks) {
+    const std::vector<uint64_t> all = group.gather(value);
+    const auto other =
+        std::find_if(all.begin(), all.end(), [&](uint64_t v) { return v != all[0]; });
+    if (other == all.end()) continue;
+    if (group.rank() == 0) {
+      std::cerr << "gradlab train: rank " << (other - all.begin()) << " of " << group.size()
+                << " has a different " << what
+                << " than rank 0; every process must run the same gradlab, command line and "
+                   "files (see the README: Training on several processes or machines)\n";
+    }
+    return kExitFailure;
   }
   return -1;
 }
@@ -344,20 +418,40 @@ int parse_train(const std::vector<std::string>& args) {
 }
 
 int run_train(const std::vector<std::string>& args) {
+  ProcessGroup& group = world();
+  const bool writer = group.rank() == 0;
   Options opts;
-  if (const int code = parse(args, opts); code >= 0) return code;
+  if (const int code = parse_in_group(args, opts, group); code >= 0) return code;
   const RunConfig& config = opts.config;
   omp_set_num_threads(static_cast<int>(config.threads));
 
   Trainer trainer(config, opts.corpus);
   if (opts.resumed) trainer.restore(*opts.resumed, opts.resume);
-  fs::create_directories(config.out_dir);
-  prepare_run_directory(opts);
-  replace_file_text((fs::path(config.out_dir) / "config.ini").string(), to_config_file(config));
+  if (group.size() > 1) {
+    try {
+      trainer.distribute(group);
+    } catch (const ConfigError& e) {
+      if (writer) std::cerr << "gradlab train: " << e.what() << '\n';
+      return kExitUsage;
+    }
+    if (const int code = check_same_start(config, opts.corpus.get(), trainer, group); code >= 0) {
+      return code;
+    }
+  }
+  if (writer) {
+    fs::create_directories(config.out_dir);
+    prepare_run_directory(opts);
+    replace_file_text((fs::path(config.out_dir) / "config.ini").string(), to_config_file(config));
+  }
 
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
-  CliObserver observer(config, trainer.step());
+  // mpirun forwards SIGUSR1 to every process, where SIGINT and SIGTERM make it end the job
+  // with status 1 whatever the processes do: SIGUSR1 is the clean stop of a group.
+  std::signal(SIGUSR1, request_stop);
+  SignalObserver quiet;
+  std::optional<CliObserver> cli;
+  if (writer) cli.emplace(config, trainer.step());
   const LoopPolicy policy{.steps = config.steps,
                           .eval_every = config.eval_every,
                           .target_accuracy = config.target_accuracy,
@@ -365,8 +459,10 @@ int run_train(const std::vector<std::string>& args) {
                           .out_dir = config.out_dir,
                           .save_every = config.save_every,
                           .keep = config.keep,
-                          .earlier_checkpoints = opts.earlier_checkpoints};
-  const FitResult result = fit(trainer, policy, observer);
+                          .earlier_checkpoints = opts.earlier_checkpoints,
+                          .check_replicas_every = config.check_replicas};
+  const FitResult result = fit(trainer, policy, cli ? *cli : quiet);
+  if (!writer) return result.reason == StopReason::Diverged ? kExitFailure : kExitOk;
   if (result.reason == StopReason::Diverged) {
     std::cerr << "gradlab train: stopped: " << result.error << "; "
               << (result.last_checkpoint.empty()
@@ -385,7 +481,7 @@ int run_train(const std::vector<std::string>& args) {
   std::printf(
       "Trained %lld steps in %.2f s: held-out loss %.4f, token accuracy %.2f%%, exact "
       "match %.2f%%%s\nCheckpoint: %s\nMetrics: %s\n",
-      static_cast<long long>(trainer.step() - result.first_step), observer.seconds(),
+      static_cast<long long>(trainer.step() - result.first_step), cli->seconds(),
       final_metrics.loss, 100 * final_metrics.token_accuracy, 100 * final_metrics.exact_match,
       result.reason == StopReason::Target ? " (target reached)" : "", result.checkpoint.c_str(),
       (fs::path(config.out_dir) / "metrics.csv").c_str());

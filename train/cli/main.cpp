@@ -11,6 +11,7 @@
 #include "autograd/format.h"
 #include "train/cli/commands.h"
 #include "train/cli/idle_threads.h"
+#include "train/process_group.h"
 
 namespace {
 
@@ -88,7 +89,15 @@ std::string out_of_memory(const std::string& command, const std::vector<std::str
 
 int main(int argc, char** argv) {
   using namespace gradlab::cli;
+  using gradlab::train::world;
+  // Before MPI starts: this may execute the program again.
   make_idle_threads_sleep(argv);
+  try {
+    gradlab::train::join_world(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::cerr << "gradlab: " << e.what() << '\n';
+    return kExitFailure;
+  }
   if (argc < 2) {
     std::cerr << "gradlab: no command given\n\n";
     print_usage(std::cerr);
@@ -105,14 +114,24 @@ int main(int argc, char** argv) {
     print_usage(std::cerr);
     return kExitUsage;
   }
+  if (world().size() > 1 && name != "train") {
+    if (world().rank() == 0) {
+      std::cerr << "gradlab " << name << ": runs in one process; of the commands, only train "
+                << "runs on several (mpirun -np N gradlab train ...)\n";
+    }
+    return kExitUsage;
+  }
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
     return it->second.first(args);
   } catch (const std::exception& e) {
     const bool allocation = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
                             dynamic_cast<const std::length_error*>(&e) != nullptr;
-    std::cerr << "gradlab " << name << ": " << (allocation ? out_of_memory(name, args) : e.what())
-              << '\n';
+    const std::string where = gradlab::train::rank_label(world());
+    std::cerr << "gradlab " << name << (where.empty() ? "" : " (" + where + ")") << ": "
+              << (allocation ? out_of_memory(name, args) : e.what()) << '\n';
+    // The other processes would wait for this one in their next collective.
+    if (world().size() > 1) world().abort(kExitFailure);
     return kExitFailure;
   }
 }

@@ -77,7 +77,8 @@ omp_flags="-fopenmp=libomp -idirafter $(ls -d "$omp_dir"/clang/*/include 2>/dev/
   -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" \
   "-DOpenMP_C_FLAGS=$omp_flags" "-DOpenMP_CXX_FLAGS=$omp_flags" -DOpenMP_C_LIB_NAMES=omp \
   -DOpenMP_CXX_LIB_NAMES=omp -DOpenMP_omp_LIBRARY="$omp_dir/libomp.so" \
-  -DGRADLAB_FUZZ=ON -DGRADLAB_SANITIZE=ON -DGRADLAB_BUILD_TESTS=OFF -DGRADLAB_BUILD_BENCH=OFF
+  -DGRADLAB_FUZZ=ON -DGRADLAB_SANITIZE=ON -DGRADLAB_BUILD_TESTS=OFF -DGRADLAB_BUILD_BENCH=OFF \
+  -DGRADLAB_MPI=OFF
 if [[ "$mode" == build ]]; then
   exit 0
 fi

@@ -113,7 +113,9 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
     const bool printed = !options.signal_after_output.empty() &&
                          result.out.find(options.signal_after_output) != std::string::npos;
     if (printed || (timed_signal && Clock::now() >= signal_time)) {
-      ::kill(pid, options.signal);
+      const pid_t target = options.signal_target ? options.signal_target(pid) : pid;
+      if (target <= 0) return;
+      ::kill(target, options.signal);
       result.signal_sent = true;
     }
   };

@@ -4,8 +4,11 @@
 // quoting. Also a self-deleting temporary directory for the files a test writes.
 #pragma once
 
+#include <sys/types.h>
+
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,9 @@ struct RunOptions {
   int signal = 0;
   std::string signal_after_output;
   int signal_after_ms = -1;
+  // The process the signal goes to, given the started one's pid (unset: that process itself;
+  // a pid <= 0: nobody yet, asked again until one is given).
+  std::function<pid_t(pid_t)> signal_target;
 };
 
 // Runs `program args...` with stdin from /dev/null and both outputs captured.

@@ -1,6 +1,7 @@
 // `gradlab train`: flags and --config into a RunConfig, --resume, then train::fit with an
 // observer that prints the progress line and writes metrics.csv, and a clean stop on SIGINT,
 // SIGTERM or SIGUSR1. Under mpirun every process runs this, and rank 0 alone speaks and writes.
+#include <fcntl.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -59,6 +60,8 @@ class MetricsLog {
     }
     out_.open(path, std::ios::app);
     if (!out_) throw FileError(path + ": cannot append to it");
+    // Every float32 loss exactly, so that runs can be compared to a few ulps.
+    out_.precision(9);
     if (torn) out_ << '\n';
     if (error || size == 0) {
       out_ << "step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,"
@@ -449,6 +452,15 @@ int run_train(const std::vector<std::string>& args) {
   // mpirun forwards SIGUSR1 to every process, where SIGINT and SIGTERM make it end the job
   // with status 1 whatever the processes do: SIGUSR1 is the clean stop of a group.
   std::signal(SIGUSR1, request_stop);
+  if (group.size() > 1) {
+    // When mpirun ends a job on SIGINT or SIGTERM, it stops reading the processes' output a
+    // second before it signals them, and kills them a second after. The progress line must not
+    // block the save in between: output that cannot be written at once is dropped (O_NONBLOCK),
+    // a closed output does not end the process (SIGPIPE), and a hang-up only asks for the stop.
+    fcntl(STDOUT_FILENO, F_SETFL, fcntl(STDOUT_FILENO, F_GETFL) | O_NONBLOCK);
+    std::signal(SIGPIPE, SIG_IGN);
+    std::signal(SIGHUP, request_stop);
+  }
   SignalObserver quiet;
   std::optional<CliObserver> cli;
   if (writer) cli.emplace(config, trainer.step());

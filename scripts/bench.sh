@@ -8,6 +8,9 @@
 #                                          --no-doc leaves BENCHMARKS.md alone)
 #   ./scripts/bench.sh --benchmark_filter=Matmul   gradlab's own micro-benchmarks only: Google
 #                                          Benchmark flags pass through to gradlab_bench
+#   ./scripts/bench.sh --scaling           only the scaling of training on several processes
+#                                          (scripts/bench_scaling.py; mpirun, about 3 minutes),
+#                                          which a full run does last
 #
 # The workloads include a language model trained with configs/char.ini on the text of Debian's
 # fortunes packages, gradlab against the PyTorch replica scripts/char_lm_torch.py (two seeds;
@@ -23,8 +26,15 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 
 micro=0
+scaling_only=0
+table_args=()
 for arg in "$@"; do
   [[ "$arg" == --benchmark_* ]] && micro=1
+  if [[ "$arg" == --scaling ]]; then
+    scaling_only=1
+  else
+    table_args+=("$arg")
+  fi
 done
 
 if ((micro)); then
@@ -99,7 +109,22 @@ lm_args=()
 [[ -s "$lm_text" ]] && lm_args=(--lm-data "$lm_text")
 
 mkdir -p build/bench/results
-exec /usr/bin/python3 scripts/bench_table.py --build build --torch-ld-path "$torch_ld_path" \
-  "${lm_args[@]}" \
-  --json build/bench/results/latest.json --markdown build/bench/results/latest.md \
-  --doc BENCHMARKS.md "$@"
+if ((!scaling_only)); then
+  /usr/bin/python3 scripts/bench_table.py --build build --torch-ld-path "$torch_ld_path" \
+    "${lm_args[@]}" \
+    --json build/bench/results/latest.json --markdown build/bench/results/latest.md \
+    --doc BENCHMARKS.md "${table_args[@]}"
+fi
+# Training on several processes: the same text (a GPL text every Debian system has, if the
+# fortunes could not be fetched), through mpirun.
+if [[ -x build/bench/gradlab_allreduce_bench ]]; then
+  scaling_text="$lm_text"
+  [[ -s "$scaling_text" ]] || scaling_text=/usr/share/common-licenses/GPL-3
+  doc_args=(--doc BENCHMARKS.md)
+  for arg in "${table_args[@]}"; do [[ "$arg" == --no-doc ]] && doc_args=(); done
+  /usr/bin/python3 scripts/bench_scaling.py --build build --text "$scaling_text" \
+    --json build/bench/results/scaling.json --markdown build/bench/results/scaling.md \
+    "${doc_args[@]}"
+else
+  echo "bench: no gradlab_allreduce_bench (a build without MPI): the scaling table is skipped" >&2
+fi

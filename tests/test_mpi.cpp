@@ -55,18 +55,19 @@ CommandResult run_mpi(int processes, const std::vector<std::string>& args,
   return run_command(GRADLAB_MPIRUN, command, options);
 }
 
-// One mpirun job whose two processes get different command lines and working directories
-// (MPI's MPMD form), to make them disagree on purpose.
+// One mpirun job whose two processes get different command lines, working directories or
+// programs (MPI's MPMD form), to make them disagree on purpose.
 CommandResult run_mpi_apart(const std::vector<std::string>& rank0,
                             const std::vector<std::string>& rank1,
                             const std::string& directory0 = ".",
-                            const std::string& directory1 = ".") {
+                            const std::string& directory1 = ".",
+                            const std::string& binary1 = GRADLAB_BINARY) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   std::vector<std::string> command = {"--bind-to", "none",     "-np",         "1",
                                       "-wdir",     directory0, GRADLAB_BINARY};
   command.insert(command.end(), rank0.begin(), rank0.end());
-  command.insert(command.end(), {":", "-np", "1", "-wdir", directory1, GRADLAB_BINARY});
+  command.insert(command.end(), {":", "-np", "1", "-wdir", directory1, binary1});
   command.insert(command.end(), rank1.begin(), rank1.end());
   return run_command(GRADLAB_MPIRUN, command);
 }
@@ -373,6 +374,17 @@ TEST(Mpi, ProcessesThatDisagreeAreRefusedAtTheStart) {
   CommandResult r = run_mpi_apart(run, with(run, {"--lr", "0.002"}));
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_TRUE(contains(r.err, "rank 1 of 2 has a different configuration than rank 0"))
+      << r.describe();
+
+  // Another build of gradlab on one "host": the same program with one byte more (ELF files run
+  // with trailing bytes).
+  const std::string other_binary = dir.file("gradlab-other");
+  fs::copy_file(GRADLAB_BINARY, other_binary);
+  std::ofstream(other_binary, std::ios::app | std::ios::binary) << '\0';
+  fs::permissions(other_binary, fs::perms::owner_exec, fs::perm_options::add);
+  r = run_mpi_apart(run, run, ".", ".", other_binary);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "rank 1 of 2 has a different gradlab binary than rank 0"))
       << r.describe();
 
   // The same --data path names different texts on the two "hosts" (working directories).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <span>
 
@@ -211,7 +212,7 @@ StepResult Trainer::train_step() {
     loss.backward();
     result.loss = loss.item();
   } else {
-    result.loss = backward_share(batch);
+    backward_share(batch, result);
   }
   result.grad_norm =
       clip_grad_norm(model_->parameters(), options_.clip_norm > 0 ? options_.clip_norm : INFINITY);
@@ -270,7 +271,7 @@ void Trainer::distribute(ProcessGroup& group) {
   group_ = &group;
 }
 
-double Trainer::backward_share(const nn::SequenceBatch& batch) {
+void Trainer::backward_share(const nn::SequenceBatch& batch, StepResult& result) {
   const auto [begin, end] = share_of(batch.targets.shape[0], *group_);
   const nn::SequenceBatch share = rows_of(batch, begin, end - begin);
   const int64_t counted = counted_targets(batch.targets);
@@ -289,9 +290,12 @@ double Trainer::backward_share(const nn::SequenceBatch& batch) {
     loss_part = loss.item();
   }
   dropout = shared;
+  const auto start = std::chrono::steady_clock::now();
   sum_gradients();
   group_->sum(std::span<double>(&loss_part, 1));
-  return loss_part;
+  result.sync_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.loss = loss_part;
 }
 
 void Trainer::sum_gradients() {

@@ -100,6 +100,9 @@ struct StepResult {
   double grad_norm = 0;  // global gradient norm before clipping
   double lr = 0;
   int64_t tokens = 0;  // tokens the model read (source and inputs)
+  // Seconds this process spent summing the gradients across its group (waiting for the
+  // slowest process included); 0 for one process.
+  double sync_seconds = 0;
 };
 
 struct TrainerOptions {
@@ -159,8 +162,9 @@ class Trainer {
  private:
   Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config,
           std::shared_ptr<const data::TextCorpus> corpus);
-  // backward() of this process's share of the batch; returns the whole batch's loss.
-  double backward_share(const nn::SequenceBatch& batch);
+  // backward() of this process's share of the batch, the gradients then summed; fills the
+  // whole batch's loss and the time of the sums into `result`.
+  void backward_share(const nn::SequenceBatch& batch, StepResult& result);
   // Replaces every parameter's gradient by its sum over the group.
   void sum_gradients();
 

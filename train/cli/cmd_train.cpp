@@ -132,6 +132,7 @@ class CliObserver : public SignalObserver {
 
   void on_step(int64_t step, const StepResult& result) override {
     tokens_ += static_cast<double>(result.tokens);
+    sync_seconds_ += result.sync_seconds;
     measure(step);
     progress_.update(step, result, nullptr, rate_, eta_);
   }
@@ -142,6 +143,7 @@ class CliObserver : public SignalObserver {
   void on_stop(const FitResult&) override { progress_.finish(); }
 
   double seconds() const { return seconds_since_start(); }
+  double sync_seconds() const { return sync_seconds_; }
 
  private:
   double seconds_since_start() const {
@@ -158,6 +160,7 @@ class CliObserver : public SignalObserver {
   Progress progress_;
   int64_t total_steps_, first_step_;
   double tokens_ = 0;  // read since the start
+  double sync_seconds_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   double elapsed_ = 0, rate_ = 0, eta_ = 0;
 };
@@ -497,6 +500,10 @@ int run_train(const std::vector<std::string>& args) {
       final_metrics.loss, 100 * final_metrics.token_accuracy, 100 * final_metrics.exact_match,
       result.reason == StopReason::Target ? " (target reached)" : "", result.checkpoint.c_str(),
       (fs::path(config.out_dir) / "metrics.csv").c_str());
+  if (group.size() > 1) {
+    std::printf("Processes: %d; summing gradients took %.2f s of rank 0's time (%.1f%%)\n",
+                group.size(), cli->sync_seconds(), 100 * cli->sync_seconds() / cli->seconds());
+  }
   return kExitOk;
 }
 

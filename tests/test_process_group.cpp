@@ -3,6 +3,9 @@
 // processes runs under mpirun in test_mpi.cpp.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <span>
+
 #include "tests/test_helpers.h"
 #include "train/trainer.h"
 
@@ -39,6 +42,73 @@ RunConfig tiny_run(int64_t batch_size) {
   config.eval_size = 4;
   finalize(config);
   return config;
+}
+
+// Rank `rank` of `size` whose sums keep what they are given and record it: the gradients (in
+// float) and the loss (the one sum in double), so that the shares of one step, each trained
+// by its own trainer, can be added up afterwards in one process.
+class RecordingGroup : public ProcessGroup {
+ public:
+  RecordingGroup(int rank, int size) : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void sum(std::span<float> values) override {
+    gradients.insert(gradients.end(), values.begin(), values.end());
+  }
+  void sum(std::span<double> values) override { loss += values[0]; }
+
+  std::vector<float> gradients;
+  double loss = 0;
+
+ private:
+  int rank_, size_;
+};
+
+// What one process computes for step 1: the gradient of the whole batch's loss, flat, in
+// parameter order, and the loss.
+std::pair<std::vector<float>, double> whole_batch_gradient(const RunConfig& config) {
+  const auto model = nn::make_sequence_model(config.model, config.net);
+  const TaskData data(config.task, model, config.seed, config.batch_size, config.eval_size);
+  const Tensor loss = model->loss(data.training_batch(1));
+  loss.backward();
+  std::vector<float> flat;
+  for (const Tensor& p : model->parameters()) {
+    const Tensor grad = p.grad();
+    flat.insert(flat.end(), grad.data<float>(), grad.data<float>() + grad.numel());
+  }
+  return {flat, loss.item()};
+}
+
+// The shares of a batch of 8 rows on 3 processes (2 + 3 + 3), each weighted by its part of the
+// targets, add up to the gradient and loss of the whole batch: the step several processes take
+// is the one process's (test_mpi.cpp checks it through mpirun; this runs in every build).
+TEST(Distribute, TheSharesOfABatchAddUpToTheWholeBatchsGradient) {
+  for (const std::string kind : {"decoder", "seq2seq"}) {
+    SCOPED_TRACE(kind);
+    RunConfig config = tiny_run(8);
+    config.model = kind;
+    finalize(config);
+    const auto [want, want_loss] = whole_batch_gradient(config);
+    std::vector<double> got(want.size(), 0.0);
+    double got_loss = 0;
+    for (int rank = 0; rank < 3; ++rank) {
+      Trainer share(config);
+      RecordingGroup group(rank, 3);
+      share.distribute(group);
+      share.train_step();
+      ASSERT_EQ(group.gradients.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) got[i] += group.gradients[i];
+      got_loss += group.loss;
+    }
+    EXPECT_NEAR(got_loss, want_loss, 1e-6 * want_loss);
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      largest = std::max(largest, std::abs(double{want[i]}));
+      worst = std::max(worst, std::abs(got[i] - want[i]));
+    }
+    EXPECT_GT(largest, 0);
+    EXPECT_LE(worst, 1e-5 * largest);
+  }
 }
 
 TEST(ReplicaCheck, NamesEveryRankWhoseStateDiffersFromRankZeros) {

@@ -1,14 +1,18 @@
-// Fused attention: shape checks, the choice between the two kernels (kernels/attention.h, one
-// GEMM per head; kernels/attention_lanes.h, one SIMD lane per head) and the backward closure
-// that calls the chosen kernel's backward, for three operands or one packed buffer.
+// Fused attention: shape checks, the choice between the three kernels (kernels/attention.h, one
+// GEMM per head; kernels/attention_lanes.h, one SIMD lane per head; kernels/attention_tiles.h,
+// tiles of keys for long sequences) and the backward closure that calls the chosen kernel's
+// backward, for three operands or one packed buffer.
 #include "autograd/attention.h"
 
+#include <memory>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "autograd/graph.h"
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/attention_lanes.h"
+#include "autograd/kernels/attention_tiles.h"
 
 namespace gradlab {
 namespace {
@@ -67,6 +71,22 @@ kernels::AttentionMask mask_of(const AttentionMaskSpec& spec, const Dims& d) {
                                 spec.attn_mask ? spec.attn_mask->shape : Shape{});
 }
 
+// The masks' arrays, copied for a backward that runs after the caller's arrays are gone.
+struct MaskCopy {
+  bool causal;
+  std::optional<Mask> key_padding, attn_mask;
+
+  explicit MaskCopy(const AttentionMaskSpec& spec) : causal(spec.causal) {
+    if (spec.key_padding) key_padding = *spec.key_padding;
+    if (spec.attn_mask) attn_mask = *spec.attn_mask;
+  }
+  AttentionMaskSpec spec() const {
+    return {causal, key_padding ? &*key_padding : nullptr, attn_mask ? &*attn_mask : nullptr};
+  }
+};
+
+enum class Kernel { Lanes, Heads, Tiles };
+
 // Runs the forward pass on the operands `layout` finds in `inputs`, and records a backward that
 // writes their gradients in the same layout.
 template <class Layout>
@@ -74,41 +94,68 @@ FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const Atten
                    double scale, bool need_weights, Layout layout) {
   const Tensor& first = inputs.front();
   const kernels::AttentionMask view = mask_of(mask, d);
-  bool lanes = false;
+  Kernel kernel = Kernel::Heads;
   int64_t saved_size = 0;
   dispatch(first.dtype(), [&]<class T>() {
-    lanes = kernels::attention_lanes_fit<T>(d);
-    if (lanes) saved_size = kernels::attention_lanes_saved_size<T>(d);
-  });
-  Tensor out = Tensor::empty({d.B, d.Tq, d.H, d.D}, first.dtype());
-  // The per-head kernel's backward reads the weights; the lane kernel's reads what it saved.
-  Tensor weights =
-      need_weights || !lanes ? Tensor::empty({d.B, d.H, d.Tq, d.Tk}, first.dtype()) : Tensor();
-  Tensor saved = lanes ? Tensor::empty({saved_size}, first.dtype()) : weights;
-  dispatch(first.dtype(), [&]<class T>() {
-    const auto operands = layout.template of<const T>(inputs);
-    T* w = weights.defined() ? weights.data<T>() : nullptr;
-    if (lanes) {
-      kernels::attention_lanes_forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(),
-                                          w, saved.data<T>());
-    } else {
-      kernels::attention_forward<T>(operands, d, view, static_cast<T>(scale), out.data<T>(), w);
+    if (kernels::attention_lanes_fit<T>(d)) {
+      kernel = Kernel::Lanes;
+      saved_size = kernels::attention_lanes_saved_size<T>(d);
+    } else if (!need_weights && d.Tk >= kernels::kAttentionTilesMinKeys) {
+      kernel = Kernel::Tiles;
+      saved_size = d.B * d.H * d.Tq;
     }
   });
+  Tensor out = Tensor::empty({d.B, d.Tq, d.H, d.D}, first.dtype());
+  // The per-head kernel's backward reads the weights; the lane kernel's reads what it saved; the
+  // tiled kernel's reads each row's log-sum-exp (and the output).
+  Tensor weights = need_weights || kernel == Kernel::Heads
+                       ? Tensor::empty({d.B, d.H, d.Tq, d.Tk}, first.dtype())
+                       : Tensor();
+  Tensor saved = kernel == Kernel::Heads ? weights : Tensor::empty({saved_size}, first.dtype());
+  dispatch(first.dtype(), [&]<class T>() {
+    const auto operands = layout.template of<const T>(inputs);
+    const T s = static_cast<T>(scale);
+    T* w = weights.defined() ? weights.data<T>() : nullptr;
+    switch (kernel) {
+      case Kernel::Lanes:
+        kernels::attention_lanes_forward<T>(operands, d, view, s, out.data<T>(), w,
+                                            saved.data<T>());
+        break;
+      case Kernel::Heads:
+        kernels::attention_forward<T>(operands, d, view, s, out.data<T>(), w);
+        break;
+      case Kernel::Tiles:
+        kernels::attention_tiles_forward<T>(operands, d, view, s, out.data<T>(), saved.data<T>());
+        break;
+    }
+  });
+  // The tiled kernel's backward needs the output and the masks again.
+  const Tensor out_values = kernel == Kernel::Tiles ? out.detach() : Tensor();
+  const auto masks = kernel == Kernel::Tiles ? std::make_shared<const MaskCopy>(mask) : nullptr;
   out = record("fused_attention", out, inputs,
-               [inputs, saved, lanes, d, causal = mask.causal, scale, layout](const Tensor& g) {
+               [inputs, saved, kernel, out_values, masks, d, causal = mask.causal, scale,
+                layout](const Tensor& g) {
                  std::vector<Tensor> grads;
                  for (const Tensor& input : inputs)
                    grads.push_back(Tensor::empty(input.shape(), input.dtype()));
                  dispatch(g.dtype(), [&]<class T>() {
                    const auto grad_operands = layout.template of<T>(grads);
-                   if (lanes) {
-                     kernels::attention_lanes_backward<T>(g.data<T>(), saved.data<T>(), d, causal,
-                                                          static_cast<T>(scale), grad_operands);
-                   } else {
-                     kernels::attention_backward<T>(
-                         g.data<T>(), layout.template of<const T>(inputs), saved.data<T>(), d,
-                         static_cast<T>(scale), grad_operands);
+                   const auto operands = layout.template of<const T>(inputs);
+                   const T s = static_cast<T>(scale);
+                   switch (kernel) {
+                     case Kernel::Lanes:
+                       kernels::attention_lanes_backward<T>(g.data<T>(), saved.data<T>(), d, causal,
+                                                            s, grad_operands);
+                       break;
+                     case Kernel::Heads:
+                       kernels::attention_backward<T>(g.data<T>(), operands, saved.data<T>(), d, s,
+                                                      grad_operands);
+                       break;
+                     case Kernel::Tiles:
+                       kernels::attention_tiles_backward<T>(
+                           g.data<T>(), operands, out_values.data<T>(), saved.data<T>(), d,
+                           mask_of(masks->spec(), d), s, grad_operands);
+                       break;
                    }
                  });
                  return grads;

@@ -31,17 +31,27 @@ class AttentionMask {
   // Sets the hidden entries of query i's row of scores (Tk of them) to -inf.
   template <class T>
   void apply(T* row, int64_t b, int64_t h, int64_t i) const {
+    apply(row, b, h, i, 0, tk_);
+  }
+
+  // The same for the `count` scores of keys [first, first + count) of the row, row[0] being
+  // key `first`'s (a tile of keys).
+  template <class T>
+  void apply(T* row, int64_t b, int64_t h, int64_t i, int64_t first, int64_t count) const {
     constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-    if (causal_ && i + 1 < tk_) std::fill(row + i + 1, row + tk_, minus_inf);
+    if (causal_ && i + 1 < first + count) {
+      std::fill(row + std::max<int64_t>(i + 1 - first, 0), row + count, minus_inf);
+    }
     if (key_padding_) {
-      const uint8_t* padding = key_padding_ + b * tk_;
-      for (int64_t j = 0; j < tk_; ++j) {
+      const uint8_t* padding = key_padding_ + b * tk_ + first;
+      for (int64_t j = 0; j < count; ++j) {
         if (padding[j]) row[j] = minus_inf;
       }
     }
     if (attn_mask_) {
-      const uint8_t* m = attn_mask_ + b * strides_[0] + h * strides_[1] + i * strides_[2];
-      for (int64_t j = 0; j < tk_; ++j) {
+      const uint8_t* m =
+          attn_mask_ + b * strides_[0] + h * strides_[1] + i * strides_[2] + first * strides_[3];
+      for (int64_t j = 0; j < count; ++j) {
         if (m[j * strides_[3]]) row[j] = minus_inf;
       }
     }

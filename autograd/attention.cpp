@@ -100,7 +100,7 @@ FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const Atten
     if (kernels::attention_lanes_fit<T>(d)) {
       kernel = Kernel::Lanes;
       saved_size = kernels::attention_lanes_saved_size<T>(d);
-    } else if (!need_weights && d.Tk >= kernels::kAttentionTilesMinKeys) {
+    } else if (!need_weights && kernels::attention_tiles_fit(d, mask.causal)) {
       kernel = Kernel::Tiles;
       saved_size = d.B * d.H * d.Tq;
     }

@@ -53,9 +53,11 @@ void BM_Mha(benchmark::State& state, gb::MhaShape s) {
   std::vector<Tensor> leaves = mha.parameters();
   leaves.push_back(x);
 
+  gradlab::nn::AttentionMasks masks;
+  masks.causal = s.causal;
   auto iteration = [&] {
     for (Tensor& t : leaves) t.zero_grad();
-    Tensor loss = gradlab::sum(mha.forward(x) * upstream);
+    Tensor loss = gradlab::sum(mha.forward(x, masks) * upstream);
     loss.backward();
     return loss;
   };
@@ -181,12 +183,14 @@ void BM_MatmulSquare(benchmark::State& state, int64_t n) {
 
 // Registered at start-up, next to the micro-benchmarks of bench_autograd.cpp.
 [[maybe_unused]] const bool registered = [] {
-  for (const gb::MhaShape& s : gb::kMhaShapes) {
+  auto register_mha = [](const gb::MhaShape& s) {
     benchmark::RegisterBenchmark(gb::mha_name(s).c_str(), BM_Mha, s)
         ->Iterations(gb::mha_iterations(s))
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
-  }
+  };
+  for (const gb::MhaShape& s : gb::kMhaShapes) register_mha(s);
+  for (const gb::MhaShape& s : gb::kLongMhaShapes) register_mha(s);
   benchmark::RegisterBenchmark(gb::train_step_name(), BM_TrainStep)
       ->Iterations(gb::train_step_iterations())
       ->Unit(benchmark::kMillisecond)

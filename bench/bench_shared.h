@@ -79,13 +79,27 @@ inline std::vector<float> normal_values(std::string_view name, int64_t n, double
 
 struct MhaShape {
   int64_t B, T, C, H;
+  bool causal = false;  // query i sees keys j <= i
 };
 inline constexpr std::array<MhaShape, 4> kMhaShapes{
     {{1, 3, 4, 2}, {32, 64, 128, 4}, {16, 128, 256, 8}, {8, 256, 512, 8}}};
+// Long sequences at a fixed width, B x T = 2048 tokens up to T = 2048: the range of the tiled
+// attention kernel, where memory grows with T (linearly in gradlab, quadratically with the
+// weights written out).
+inline constexpr std::array<MhaShape, 10> kLongMhaShapes{{{8, 256, 256, 8},
+                                                          {8, 256, 256, 8, true},
+                                                          {4, 512, 256, 8},
+                                                          {4, 512, 256, 8, true},
+                                                          {2, 1024, 256, 8},
+                                                          {2, 1024, 256, 8, true},
+                                                          {1, 2048, 256, 8},
+                                                          {1, 2048, 256, 8, true},
+                                                          {1, 4096, 256, 8},
+                                                          {1, 4096, 256, 8, true}}};
 
 inline std::string mha_name(const MhaShape& s) {
   return "mha_fwd_bwd/B" + std::to_string(s.B) + "_T" + std::to_string(s.T) + "_C" +
-         std::to_string(s.C) + "_H" + std::to_string(s.H);
+         std::to_string(s.C) + "_H" + std::to_string(s.H) + (s.causal ? "_causal" : "");
 }
 
 // Timed iterations per process run (one untimed warm-up iteration comes first): about 0.1-0.5 s
@@ -95,7 +109,8 @@ inline int64_t mha_iterations(const MhaShape& s) {
   if (work < 1'000'000) return 400;
   if (work < 100'000'000) return 30;
   if (work < 500'000'000) return 10;
-  return 3;
+  if (work < 2'000'000'000) return 3;
+  return 1;  // T = 4096: libtorch takes over 10 s an iteration
 }
 
 // Inputs, parameters (nn.Linear layout: W [out, in], b [out]) and the fixed upstream gradient.

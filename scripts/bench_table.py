@@ -45,23 +45,29 @@ TUNED_ENV = {
     "GOMP_SPINCOUNT": "10000",
 }
 MHA_SHAPES = [(1, 3, 4, 2), (32, 64, 128, 4), (16, 128, 256, 8), (8, 256, 512, 8)]
+# Long sequences (bench_shared.h's kLongMhaShapes), each without and with the causal mask.
+LONG_MHA_SHAPES = [(8, 256, 256, 8), (4, 512, 256, 8), (2, 1024, 256, 8), (1, 2048, 256, 8),
+                   (1, 4096, 256, 8)]
 MATMUL_SIZES = [256, 512, 1024, 2048]
 
 
-def mha_flops(b, t, c, h):
-    # Forward: four projections (2BTC^2 each) and two attention products (2BT^2C each);
-    # backward: twice the forward.
-    return 3.0 * (8 * b * t * c * c + 4 * b * t * t * c)
+def mha_flops(b, t, c, h, causal=False):
+    # Forward: four projections (2BTC^2 each) and two attention products (2BT^2C each, half
+    # of them under the causal mask); backward: twice the forward.
+    return 3.0 * (8 * b * t * c * c + (2 if causal else 4) * b * t * t * c)
 
 
 def workloads():
     out = []
-    for b, t, c, h in MHA_SHAPES:
+    shapes = [(shape, False) for shape in MHA_SHAPES]
+    shapes += [(shape, causal) for shape in LONG_MHA_SHAPES for causal in (False, True)]
+    for (b, t, c, h), causal in shapes:
+        suffix = "_causal" if causal else ""
         out.append({
-            "key": f"mha_fwd_bwd/B{b}_T{t}_C{c}_H{h}",
-            "label": f"MHA fwd+bwd (B,T,C,H)=({b},{t},{c},{h})",
+            "key": f"mha_fwd_bwd/B{b}_T{t}_C{c}_H{h}{suffix}",
+            "label": f"MHA fwd+bwd (B,T,C,H)=({b},{t},{c},{h}){', causal' if causal else ''}",
             "kind": "gbench",
-            "flops": mha_flops(b, t, c, h),
+            "flops": mha_flops(b, t, c, h, causal),
         })
     out.append({"key": "train_step/copy_default", "label": "train step, default copy model",
                 "kind": "gbench", "flops": None})

@@ -3,7 +3,8 @@
 // output and the gradients of Q, K and V, in float64, with tiles of 3 queries by 4 keys so that
 // small problems cross many tiles, for every mask, fully masked rows, cross-attention and
 // grouped K/V heads. And the op takes it for long key sequences when the weights are not asked
-// for, with memory that grows linearly in the sequence length.
+// for (gradient-checked there in op_checks.cpp), with memory that grows linearly in the
+// sequence length.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -110,28 +111,42 @@ INSTANTIATE_TEST_SUITE_P(
                       TileCase{"one_kv_head", {2, 7, 13, 3, 1, 6}, false, true}),
     [](const ::testing::TestParamInfo<TileCase>& info) { return info.param.name; });
 
-// fused_attention on the weights-free path (the tiled kernel, from kAttentionTilesMinKeys keys)
-// against the same call with weights (the per-head kernel): output and gradients.
+// The op's choice: the tiled kernel without weights from 256 keys under the causal rule and
+// from 1024 without it; the per-head kernel below those and whenever the weights are wanted.
 TEST(TiledAttention, TheOpTakesItForLongKeysWithoutWeights) {
-  const int64_t B = 2, Tq = 5, Tk = kernels::kAttentionTilesMinKeys + 9, H = 2, KV = 1, D = 3;
-  Generator gen(7);
-  std::vector<uint8_t> pad(B * Tk, 0);
-  pad[Tk - 1] = pad[Tk + 130] = 1;
-  const Mask padding({B, Tk}, pad);
-  const AttentionMaskSpec mask{.causal = false, .key_padding = &padding};
-  auto run = [&](bool need_weights) {
-    Generator data(8);
-    Tensor q = Tensor::randn({B, Tq, H, D}, data, DType::Float64).set_requires_grad();
-    Tensor k = Tensor::randn({B, Tk, KV, D}, data, DType::Float64).set_requires_grad();
-    Tensor v = Tensor::randn({B, Tk, KV, D}, data, DType::Float64).set_requires_grad();
-    const FusedAttention result = fused_attention(q, k, v, mask, 0.5, need_weights);
-    EXPECT_EQ(result.weights.defined(), need_weights);
-    sum(result.output * Tensor::randn(result.output.shape(), data, DType::Float64)).backward();
-    return std::vector<Tensor>{result.output, q.grad(), k.grad(), v.grad()};
-  };
-  const std::vector<Tensor> tiled = run(false), per_head = run(true);
-  for (size_t i = 0; i < tiled.size(); ++i) {
-    EXPECT_TRUE(allclose(tiled[i], per_head[i], 1e-12, 1e-12)) << "tensor " << i;
+  const AttentionDims causal_256{1, 256, 256, 2, 2, 8}, plain_1023{1, 5, 1023, 2, 2, 8};
+  EXPECT_TRUE(kernels::attention_tiles_fit(causal_256, true));
+  EXPECT_FALSE(kernels::attention_tiles_fit({1, 255, 255, 2, 2, 8}, true));
+  EXPECT_FALSE(kernels::attention_tiles_fit(causal_256, false));
+  EXPECT_FALSE(kernels::attention_tiles_fit(plain_1023, false));
+  EXPECT_TRUE(kernels::attention_tiles_fit({1, 5, 1024, 2, 2, 8}, false));
+}
+
+// fused_attention on the weights-free path (the tiled kernel) against the same call with
+// weights (the per-head kernel): output and gradients, with and without the causal rule.
+TEST(TiledAttention, TheOpsTwoPathsAgree) {
+  for (const bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    const int64_t B = 2, Tq = causal ? 300 : 5, Tk = causal ? 300 : 1033, H = 2, KV = 1, D = 3;
+    std::vector<uint8_t> pad(B * Tk, 0);
+    pad[Tk - 1] = pad[Tk + 130] = 1;
+    const Mask padding({B, Tk}, pad);
+    const AttentionMaskSpec mask{.causal = causal, .key_padding = &padding};
+    ASSERT_TRUE(kernels::attention_tiles_fit({B, Tq, Tk, H, KV, D}, causal));
+    auto run = [&](bool need_weights) {
+      Generator data(8);
+      Tensor q = Tensor::randn({B, Tq, H, D}, data, DType::Float64).set_requires_grad();
+      Tensor k = Tensor::randn({B, Tk, KV, D}, data, DType::Float64).set_requires_grad();
+      Tensor v = Tensor::randn({B, Tk, KV, D}, data, DType::Float64).set_requires_grad();
+      const FusedAttention result = fused_attention(q, k, v, mask, 0.5, need_weights);
+      EXPECT_EQ(result.weights.defined(), need_weights);
+      sum(result.output * Tensor::randn(result.output.shape(), data, DType::Float64)).backward();
+      return std::vector<Tensor>{result.output, q.grad(), k.grad(), v.grad()};
+    };
+    const std::vector<Tensor> tiled = run(false), per_head = run(true);
+    for (size_t i = 0; i < tiled.size(); ++i) {
+      EXPECT_TRUE(allclose(tiled[i], per_head[i], 1e-12, 1e-12)) << "tensor " << i;
+    }
   }
 }
 
@@ -152,7 +167,7 @@ TEST(TiledAttention, MemoryGrowsLinearlyWithTheSequence) {
     // Everything the pass allocated is back in the pool now.
     return static_cast<double>(storage_stats().cached_bytes - before);
   };
-  const int64_t T = kernels::kAttentionTilesMinKeys * 2;
+  const int64_t T = 512;
   const double tiled = bytes_for(T, false), tiled_twice = bytes_for(2 * T, false);
   const double per_head = bytes_for(T, true), per_head_twice = bytes_for(2 * T, true);
   EXPECT_LT(tiled_twice / tiled, 2.5);

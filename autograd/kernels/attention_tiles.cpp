@@ -38,6 +38,10 @@ void scores(const T* q, int64_t q_stride, const T* k, int64_t kv_stride, const A
 
 }  // namespace
 
+bool attention_tiles_fit(const AttentionDims& d, bool causal) {
+  return d.Tk >= (causal ? 256 : 1024);
+}
+
 template <class T>
 void attention_tiles_forward(const AttentionOperands<const T>& in, const AttentionDims& d,
                              const AttentionMask& mask, T scale, T* out, T* lse,

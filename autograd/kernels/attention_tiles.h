@@ -23,16 +23,23 @@
 
 namespace gradlab::kernels {
 
-// The op takes this kernel from this many keys on, when the weights are not asked for; below,
-// the per-head kernel (see BENCHMARKS.md for the measurement that set it).
-constexpr int64_t kAttentionTilesMinKeys = 256;
+// Whether the op takes this kernel when the weights are not asked for: under the causal rule
+// from 256 keys, where skipping the tiles above the diagonal already pays for recomputing the
+// weights in the backward (seven products of Tq x Tk x D instead of the per-head kernel's six);
+// without it from 1024 keys, where the per-head kernel's [Tq, Tk] weights start to cost more
+// memory than the recomputation costs time. Measured forward + backward, one thread, C = 256
+// with 8 heads (tests pin the rule, BENCHMARKS.md has the table): causal 0.99 of the per-head
+// kernel's time at T = 256, 0.86 at 512, 0.74 at 1024; without the mask 1.12 at 256, 1.09 at
+// 1024, 1.0 at 2048 and 0.24 at 4096, where the per-head kernel's weights (512 MiB) no longer
+// stay in any cache.
+bool attention_tiles_fit(const AttentionDims& d, bool causal);
 
-// Query rows and keys per tile. The defaults suit heads of 32 to 128 dimensions (a 64 x 128
-// float tile of scores is 32 KiB, next to the same of its gradient); tests pass small ones so
-// that small problems cross many tiles.
+// Query rows and keys per tile: a 128 x 256 float tile of scores is 128 KiB, next to the same
+// of its gradient, in the second-level cache (64 x 128 and 128 x 128 took 2-7% longer, 64 x 64
+// up to 10%). Tests pass small ones so that small problems cross many tiles.
 struct AttentionTiles {
-  int64_t query_rows = 64;
-  int64_t keys = 128;
+  int64_t query_rows = 128;
+  int64_t keys = 256;
 };
 
 // out [B, Tq, H, D] and lse [B, H, Tq] (the log of each row's softmax denominator; -inf for a

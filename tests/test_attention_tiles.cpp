@@ -16,6 +16,7 @@
 #include "autograd/kernels/attention_tiles.h"
 #include "autograd/ops.h"
 #include "autograd/storage.h"
+#include "nn/attention.h"
 
 namespace gradlab {
 namespace {
@@ -147,6 +148,39 @@ TEST(TiledAttention, TheOpsTwoPathsAgree) {
     for (size_t i = 0; i < tiled.size(); ++i) {
       EXPECT_TRUE(allclose(tiled[i], per_head[i], 1e-12, 1e-12)) << "tensor " << i;
     }
+  }
+}
+
+// A module's causal self-attention over 300 positions, whose forward without weights runs the
+// tiled kernel, against the same module's composed ops (the seeds' step-by-step path, with a
+// trace): output and every gradient, with key padding that hides a whole sequence's last keys.
+TEST(TiledAttention, TheModuleMatchesItsComposedOps) {
+  const int64_t B = 2, T = 300, C = 12;
+  Generator gen(3);
+  nn::MultiHeadAttention attn({.d_model = C, .num_heads = 3, .num_kv_heads = 1}, gen);
+  attn.to(DType::Float64);
+  nn::AttentionMasks masks;
+  masks.causal = true;
+  std::vector<uint8_t> pad(B * T, 0);
+  std::fill(pad.begin() + T + 200, pad.end(), 1);
+  masks.key_padding_mask = Mask({B, T}, pad);
+  ASSERT_TRUE(kernels::attention_tiles_fit({B, T, T, 3, 1, C / 3}, true));
+  auto run = [&](bool composed) {
+    Generator data(4);
+    Tensor x = Tensor::randn({B, T, C}, data, DType::Float64).set_requires_grad();
+    attn.zero_grad();
+    nn::AttentionTrace trace;
+    const Tensor out = composed ? attn.forward_with_weights(x, x, masks, &trace).output
+                                : attn.forward(x, masks);
+    sum(out * Tensor::randn(out.shape(), data, DType::Float64)).backward();
+    std::vector<Tensor> results{out, x.grad()};
+    for (const Tensor& p : attn.parameters()) results.push_back(p.grad());
+    return results;
+  };
+  const std::vector<Tensor> tiled = run(false), composed = run(true);
+  ASSERT_EQ(tiled.size(), composed.size());
+  for (size_t i = 0; i < tiled.size(); ++i) {
+    EXPECT_TRUE(allclose(tiled[i], composed[i], 1e-10, 1e-12)) << "tensor " << i;
   }
 }
 

@@ -43,12 +43,20 @@ using testing::TempDir;
 
 constexpr double kTolerance = 1e-5;
 
-// `mpirun -np N gradlab args...`, as root too (tests run in containers), with a third process
-// allowed on two cores, and no process pinned to a core (tests run side by side).
-CommandResult run_mpi(int processes, const std::vector<std::string>& args,
-                      const RunOptions& options = {}) {
+// What every mpirun of these tests needs in a container: permission to run as root, and shared
+// memory without the cross-process reads some containers forbid (ptrace rules), unless the
+// environment already chose.
+void allow_mpirun() {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+}
+
+// `mpirun -np N gradlab args...`, with a third process allowed on two cores, and no process
+// pinned to a core (tests run side by side).
+CommandResult run_mpi(int processes, const std::vector<std::string>& args,
+                      const RunOptions& options = {}) {
+  allow_mpirun();
   std::vector<std::string> command = {
       "-np", std::to_string(processes), "--oversubscribe", "--bind-to", "none", GRADLAB_BINARY};
   command.insert(command.end(), args.begin(), args.end());
@@ -62,8 +70,7 @@ CommandResult run_mpi_apart(const std::vector<std::string>& rank0,
                             const std::string& directory0 = ".",
                             const std::string& directory1 = ".",
                             const std::string& binary1 = GRADLAB_BINARY) {
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  allow_mpirun();
   std::vector<std::string> command = {"--bind-to", "none",     "-np",         "1",
                                       "-wdir",     directory0, GRADLAB_BINARY};
   command.insert(command.end(), rank0.begin(), rank0.end());

@@ -50,9 +50,9 @@ void attention_forward(const AttentionOperands<const T>& in, const AttentionDims
 #pragma omp parallel for if (attention_worth_threads(d)) schedule(static)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H, g = h / d.group();
-    const T* q = head_at(in.q, in.q_stride, d.Tq, b, h, d.D);
-    const T* k = head_at(in.k, in.kv_stride, d.Tk, b, g, d.D);
-    const T* v = head_at(in.v, in.kv_stride, d.Tk, b, g, d.D);
+    const T* q = in.q_head(d, b, h);
+    const T* k = in.k_head(d, b, g);
+    const T* v = in.v_head(d, b, g);
     T* w = weights + bh * d.Tq * d.Tk;  // [Tq, Tk]
     gemm<T>(d.Tq, d.Tk, d.D, {q, in.q_stride, false}, {k, in.kv_stride, /*transposed=*/true}, w,
             d.Tk, false, nullptr, false);
@@ -72,16 +72,16 @@ void attention_backward(const T* g, const AttentionOperands<const T>& in, const 
     thread_local std::vector<T> ds_buffer;  // reused across calls: no allocation in steady state
     ds_buffer.resize(d.Tq * d.Tk);
     T* ds = ds_buffer.data();  // [Tq, Tk]
-    const T* k = head_at(in.k, in.kv_stride, d.Tk, b, kvh, d.D);
-    const T* v = head_at(in.v, in.kv_stride, d.Tk, b, kvh, d.D);
-    T* dk = head_at(grad.k, grad.kv_stride, d.Tk, b, kvh, d.D);
-    T* dv = head_at(grad.v, grad.kv_stride, d.Tk, b, kvh, d.D);
+    const T* k = in.k_head(d, b, kvh);
+    const T* v = in.v_head(d, b, kvh);
+    T* dk = grad.k_head(d, b, kvh);
+    T* dv = grad.v_head(d, b, kvh);
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
       // The first head of the group writes dK and dV, the others add to them.
       const bool accumulate = h > kvh * d.group();
       const T* w = weights + (b * d.H + h) * d.Tq * d.Tk;  // [Tq, Tk]
       const T* go = head_at(g, g_stride, d.Tq, b, h, d.D);
-      const T* q = head_at(in.q, in.q_stride, d.Tq, b, h, d.D);
+      const T* q = in.q_head(d, b, h);
       gemm<T>(d.Tk, d.D, d.Tq, {w, d.Tk, true}, {go, g_stride, false}, dv, grad.kv_stride,
               accumulate, nullptr, false);
       // dW = dO V^T, in ds until it becomes dS
@@ -90,9 +90,8 @@ void attention_backward(const T* g, const AttentionOperands<const T>& in, const 
       for (int64_t i = 0; i < d.Tq; ++i) {
         softmax_backward_row(w + i * d.Tk, ds + i * d.Tk, ds + i * d.Tk, d.Tk, 1, scale);
       }
-      gemm<T>(d.Tq, d.D, d.Tk, {ds, d.Tk, false}, {k, in.kv_stride, false},
-              head_at(grad.q, grad.q_stride, d.Tq, b, h, d.D), grad.q_stride, false, nullptr,
-              false);
+      gemm<T>(d.Tq, d.D, d.Tk, {ds, d.Tk, false}, {k, in.kv_stride, false}, grad.q_head(d, b, h),
+              grad.q_stride, false, nullptr, false);
       gemm<T>(d.Tk, d.D, d.Tq, {ds, d.Tk, true}, {q, in.q_stride, false}, dk, grad.kv_stride,
               accumulate, nullptr, false);
     }

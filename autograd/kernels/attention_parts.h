@@ -88,12 +88,29 @@ inline bool attention_worth_threads(const AttentionDims& d) {
 // elements after its operand's base, and head h is D elements after head h - 1. Q, K and V (and
 // their gradients, which share the layout) are three arrays ([B, Tq, H, D] and [B, Tk, KV, D])
 // or three slices of one packed [B, T, H + 2 KV, D] buffer.
+// Head `head` of batch entry b: its [T, D] rows start here.
+template <class P>
+P* head_at(P* base, int64_t stride, int64_t T_, int64_t b, int64_t head, int64_t D) {
+  return base + b * T_ * stride + head * D;
+}
+
 template <class T>
 struct AttentionOperands {
   T* q;
   T* k;
   T* v;
   int64_t q_stride, kv_stride;
+
+  // The [Tq, D] rows of query head h, and the [Tk, D] rows of K/V head g, of batch entry b.
+  T* q_head(const AttentionDims& d, int64_t b, int64_t h) const {
+    return head_at(q, q_stride, d.Tq, b, h, d.D);
+  }
+  T* k_head(const AttentionDims& d, int64_t b, int64_t g) const {
+    return head_at(k, kv_stride, d.Tk, b, g, d.D);
+  }
+  T* v_head(const AttentionDims& d, int64_t b, int64_t g) const {
+    return head_at(v, kv_stride, d.Tk, b, g, d.D);
+  }
 };
 
 template <class T>
@@ -105,12 +122,6 @@ template <class T>
 AttentionOperands<T> packed_operands(T* qkv, const AttentionDims& d) {
   const int64_t stride = (d.H + 2 * d.KV) * d.D;
   return {qkv, qkv + d.H * d.D, qkv + (d.H + d.KV) * d.D, stride, stride};
-}
-
-// Head `head` of batch entry b: its [T, D] rows start here.
-template <class P>
-P* head_at(P* base, int64_t stride, int64_t T_, int64_t b, int64_t head, int64_t D) {
-  return base + b * T_ * stride + head * D;
 }
 
 }  // namespace gradlab::kernels

@@ -50,9 +50,9 @@ void attention_tiles_forward(const AttentionOperands<const T>& in, const Attenti
 #pragma omp parallel for if (attention_worth_threads(d)) schedule(static)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H, kvh = h / d.group();
-    const T* q = head_at(in.q, in.q_stride, d.Tq, b, h, d.D);
-    const T* k = head_at(in.k, in.kv_stride, d.Tk, b, kvh, d.D);
-    const T* v = head_at(in.v, in.kv_stride, d.Tk, b, kvh, d.D);
+    const T* q = in.q_head(d, b, h);
+    const T* k = in.k_head(d, b, kvh);
+    const T* v = in.v_head(d, b, kvh);
     T* o = head_at(out, out_stride, d.Tq, b, h, d.D);
     T* row_lse = lse + bh * d.Tq;
     thread_local std::vector<T> s_buffer, acc_buffer, max_buffer, sum_buffer;
@@ -112,10 +112,10 @@ void attention_tiles_backward(const T* g, const AttentionOperands<const T>& in, 
 #pragma omp parallel for if (attention_worth_threads(d)) schedule(static)
   for (int64_t bg = 0; bg < d.B * d.KV; ++bg) {
     const int64_t b = bg / d.KV, kvh = bg % d.KV;
-    const T* k = head_at(in.k, in.kv_stride, d.Tk, b, kvh, d.D);
-    const T* v = head_at(in.v, in.kv_stride, d.Tk, b, kvh, d.D);
-    T* dk = head_at(grad.k, grad.kv_stride, d.Tk, b, kvh, d.D);
-    T* dv = head_at(grad.v, grad.kv_stride, d.Tk, b, kvh, d.D);
+    const T* k = in.k_head(d, b, kvh);
+    const T* v = in.v_head(d, b, kvh);
+    T* dk = grad.k_head(d, b, kvh);
+    T* dv = grad.v_head(d, b, kvh);
     for (int64_t j = 0; j < d.Tk; ++j) {
       std::fill_n(dk + j * grad.kv_stride, d.D, T(0));
       std::fill_n(dv + j * grad.kv_stride, d.D, T(0));
@@ -126,10 +126,10 @@ void attention_tiles_backward(const T* g, const AttentionOperands<const T>& in, 
     delta_buffer.resize(d.Tq);
     T *p = p_buffer.data(), *dp = dp_buffer.data(), *delta = delta_buffer.data();
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
-      const T* q = head_at(in.q, in.q_stride, d.Tq, b, h, d.D);
+      const T* q = in.q_head(d, b, h);
       const T* go = head_at(g, g_stride, d.Tq, b, h, d.D);
       const T* o = head_at(out, g_stride, d.Tq, b, h, d.D);
-      T* dq = head_at(grad.q, grad.q_stride, d.Tq, b, h, d.D);
+      T* dq = grad.q_head(d, b, h);
       const T* row_lse = lse + (b * d.H + h) * d.Tq;
       // delta_i = rowsum(dP_i * P_i) = dO_i . out_i: the softmax backward's row sums, per row
       // once instead of per tile.

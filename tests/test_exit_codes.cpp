@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "autograd/cpu.h"
 #include "cli_runner.h"
 #include "tests/test_helpers.h"
 #include "train/checkpoint.h"
+#include "train/process_group.h"
 
 namespace gradlab::train {
 namespace {
@@ -89,6 +91,22 @@ std::string ExitCodes::not_hdf5_;
 
 // ---------------------------------------------------------------------------------------------
 // train
+
+// --version: exit 0, the version, the vector instructions the build was compiled for next to
+// this processor's, and whether several processes are possible.
+TEST(Version, NamesTheInstructionsOfTheBuildAndOfThisProcessor) {
+  for (const std::string flag : {"--version", "version"}) {
+    const CommandResult r = run_gradlab({flag});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(contains(r.out, "gradlab " GRADLAB_PROJECT_VERSION "\n")) << r.out;
+    EXPECT_TRUE(contains(r.out, "vector instructions: " + compiled_isa() +
+                                    " (compiled for; this processor has " + cpu_isa() + ")"))
+        << r.out;
+    EXPECT_TRUE(
+        contains(r.out, built_with_mpi() ? "several processes: yes" : "several processes: no"))
+        << r.out;
+  }
+}
 
 TEST_F(ExitCodes, TrainSucceeds) {
   TempDir tmp;

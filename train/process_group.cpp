@@ -113,6 +113,14 @@ void join_world([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv) {
 #endif
 }
 
+bool built_with_mpi() {
+#if GRADLAB_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::string rank_label(const ProcessGroup& group) {
   if (group.size() == 1) return "";
   return "rank " + std::to_string(group.rank()) + " of " + std::to_string(group.size());

@@ -44,6 +44,9 @@ ProcessGroup& world();
 // Call once, at the start of main; the world is left at exit.
 void join_world(int* argc, char*** argv);
 
+// Whether this build can train on several processes (GRADLAB_MPI).
+bool built_with_mpi();
+
 // "rank 1 of 3" for messages, or "" for a group of one.
 std::string rank_label(const ProcessGroup& group);
 

@@ -7,6 +7,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "autograd/cpu.h"
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "train/cli/commands.h"
@@ -33,11 +34,23 @@ const std::map<std::string, std::pair<Command, const char*>>& commands() {
 }
 
 void print_usage(std::ostream& out) {
-  out << "usage: gradlab <command> [options]   (gradlab <command> --help for its options)\n\n"
+  out << "usage: gradlab <command> [options]   (gradlab <command> --help for its options;\n"
+         "       gradlab --version for the version and the instructions it runs)\n\n"
          "commands:\n";
   for (const auto& [name, entry] : commands()) {
     out << "  " << name << std::string(12 - name.size(), ' ') << entry.second << '\n';
   }
+}
+
+// The version, and what this build runs on: the vector instructions its kernels were compiled
+// for against those of this processor, and whether it can train on several processes.
+void print_version(std::ostream& out) {
+  const std::string built = gradlab::compiled_isa(), cpu = gradlab::cpu_isa();
+  out << "gradlab " << GRADLAB_VERSION << "\n"
+      << "vector instructions: " << built << " (compiled for; this processor has " << cpu << ")\n"
+      << "several processes: "
+      << (gradlab::train::built_with_mpi() ? "yes, under mpirun (MPI)" : "no (built without MPI)")
+      << '\n';
 }
 
 // The flags whose values set how much memory a command needs.
@@ -106,6 +119,10 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage(std::cout);
+    return kExitOk;
+  }
+  if (name == "--version" || name == "version") {
+    print_version(std::cout);
     return kExitOk;
   }
   const auto it = commands().find(name);

@@ -170,8 +170,8 @@ TEST(TiledAttention, TheModuleMatchesItsComposedOps) {
     Tensor x = Tensor::randn({B, T, C}, data, DType::Float64).set_requires_grad();
     attn.zero_grad();
     nn::AttentionTrace trace;
-    const Tensor out = composed ? attn.forward_with_weights(x, x, masks, &trace).output
-                                : attn.forward(x, masks);
+    const Tensor out =
+        composed ? attn.forward_with_weights(x, x, masks, &trace).output : attn.forward(x, masks);
     sum(out * Tensor::randn(out.shape(), data, DType::Float64)).backward();
     std::vector<Tensor> results{out, x.grad()};
     for (const Tensor& p : attn.parameters()) results.push_back(p.grad());

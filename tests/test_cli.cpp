@@ -24,6 +24,9 @@
 namespace gradlab::train {
 namespace {
 
+using testing::first_line;
+using testing::with;
+
 namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::read_text;
@@ -33,20 +36,11 @@ using testing::TempDir;
 
 using testing::contains;
 
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
-
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
-}
-
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
 }
 
 // The text after `marker` up to the end of its line ("" if absent).

@@ -19,6 +19,9 @@
 namespace gradlab::train {
 namespace {
 
+using testing::first_line;
+using testing::with;
+
 namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::contains;
@@ -31,15 +34,6 @@ const std::vector<std::string> kTiny = {
     "--length", "2", "--symbols",    "3", "--d-model",         "8", "--heads",     "2",
     "--layers", "1", "--d-ff",       "8", "--batch-size",      "2", "--eval-size", "2",
     "--steps",  "2", "--eval-every", "1", "--target-accuracy", "0"};
-
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
 
 void expect_success(const CommandResult& r) {
   EXPECT_EQ(r.exit_code, 0) << r.describe();

@@ -26,6 +26,8 @@
 namespace gradlab::train {
 namespace {
 
+using testing::with;
+
 namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::contains;
@@ -39,11 +41,6 @@ const std::vector<std::string> kTinySaving = {
     "--heads",           "2", "--layers",     "1", "--d-ff",       "8",
     "--batch-size",      "2", "--eval-size",  "2", "--eval-every", "3",
     "--target-accuracy", "0", "--save-every", "1", "--keep",       "2"};
-
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
 
 // The files of a run directory, sorted into checkpoints, temporaries and the rest.
 struct RunFiles {

@@ -1,4 +1,4 @@
-// Small assertions shared by several test files.
+// Small assertions and command-line helpers shared by several test files.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +13,17 @@ namespace gradlab::testing {
 
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+inline std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// A command line with more arguments at its end.
+inline std::vector<std::string> with(std::vector<std::string> args,
+                                     const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
 }
 
 // Same names in the same order, same shapes and dtypes, and the same bytes.

@@ -32,6 +32,8 @@
 namespace gradlab::train {
 namespace {
 
+using testing::with;
+
 namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::contains;
@@ -77,11 +79,6 @@ CommandResult run_mpi_apart(const std::vector<std::string>& rank0,
   command.insert(command.end(), {":", "-np", "1", "-wdir", directory1, binary1});
   command.insert(command.end(), rank1.begin(), rank1.end());
   return run_command(GRADLAB_MPIRUN, command);
-}
-
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
 }
 
 // A small copy-task model.

@@ -18,6 +18,8 @@
 namespace gradlab::train {
 namespace {
 
+using testing::with;
+
 namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::contains;
@@ -52,11 +54,6 @@ size_t code_points(const std::string& text) {
   size_t count = 0;
   for (char c : text) count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
   return count;
-}
-
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
 }
 
 TEST(TextCli, TrainsEvaluatesAndSamplesFromTheCheckpointAlone) {

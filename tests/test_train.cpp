@@ -27,6 +27,8 @@
 namespace gradlab::train {
 namespace {
 
+using testing::with;
+
 using testing::expect_identical;
 
 namespace fs = std::filesystem;
@@ -155,11 +157,6 @@ const std::vector<std::string> kSmallFlags = {
     "--length",          "4",  "--d-model",   "32", "--d-ff",       "64",
     "--batch-size",      "16", "--eval-size", "64", "--eval-every", "10",
     "--target-accuracy", "0",  "--dropout",   "0.1"};
-
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
 
 TEST_F(TrainTest, CliResumeMatchesUninterruptedRun) {
   TempDir tmp;

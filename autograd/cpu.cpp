@@ -1,6 +1,80 @@
 #include "autograd/cpu.h"
 
+#include <cstdlib>
+#include <stdexcept>
+
 namespace gradlab {
+
+namespace {
+
+constexpr Isa kAll[] = {Isa::baseline, Isa::avx2, Isa::avx512};
+
+}  // namespace
+
+std::string isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::avx512:
+      return "AVX-512";
+    case Isa::avx2:
+      return "AVX2";
+    case Isa::baseline:
+      break;
+  }
+  return "SSE2";
+}
+
+std::string isa_key(Isa isa) {
+  switch (isa) {
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::baseline:
+      break;
+  }
+  return "baseline";
+}
+
+// libgcc's CPUID reading also checks that the operating system saves the AVX and AVX-512
+// registers (XGETBV), so a feature it reports can be used.
+Isa processor_isa() {
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("movbe");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vl");
+  if (avx2 && avx512) return Isa::avx512;
+  return avx2 ? Isa::avx2 : Isa::baseline;
+}
+
+Isa choose_isa(const std::optional<std::string>& requested, Isa processor) {
+  if (!requested || requested->empty()) return processor;
+  for (const Isa isa : kAll) {
+    if (*requested != isa_key(isa)) continue;
+    if (isa > processor) {
+      throw std::runtime_error("GRADLAB_ISA=" + *requested + " asks for " + isa_name(isa) +
+                               ", which this processor does not have (it has " +
+                               isa_name(processor) + "); unset GRADLAB_ISA or ask for less");
+    }
+    return isa;
+  }
+  throw std::runtime_error("GRADLAB_ISA=" + *requested +
+                           " is not an instruction set gradlab has kernels for: use avx512, "
+                           "avx2 or baseline, or unset it");
+}
+
+std::optional<std::string> requested_isa() {
+  const char* value = std::getenv("GRADLAB_ISA");
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+Isa kernel_isa() {
+  static const Isa isa = choose_isa(requested_isa(), processor_isa());
+  return isa;
+}
 
 std::string compiled_isa() {
 #if defined(__AVX512F__)
@@ -12,14 +86,6 @@ std::string compiled_isa() {
 #else
   return "SSE2";
 #endif
-}
-
-std::string cpu_isa() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return "AVX-512";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "AVX2";
-  if (__builtin_cpu_supports("avx")) return "AVX";
-  return "SSE2";
 }
 
 }  // namespace gradlab

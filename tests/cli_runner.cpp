@@ -93,9 +93,23 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
 
+  std::vector<std::string> environment_strings;
+  for (char** variable = environ; *variable != nullptr; ++variable) {
+    const std::string entry = *variable;
+    if (!options.environment.contains(entry.substr(0, entry.find('=')))) {
+      environment_strings.push_back(entry);
+    }
+  }
+  for (const auto& [name, value] : options.environment) {
+    if (!value.empty()) environment_strings.push_back(name + "=" + value);
+  }
+  std::vector<char*> envp;
+  for (std::string& s : environment_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
   pid_t pid = 0;
-  if (const int error =
-          ::posix_spawn(&pid, program.c_str(), &setup.actions, &setup.attr, argv.data(), environ);
+  if (const int error = ::posix_spawn(&pid, program.c_str(), &setup.actions, &setup.attr,
+                                      argv.data(), envp.data());
       error != 0) {
     fail("posix_spawn " + program, error);
   }

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct RunOptions {
   // The process the signal goes to, given the started one's pid (unset: that process itself;
   // a pid <= 0: nobody yet, asked again until one is given).
   std::function<pid_t(pid_t)> signal_target;
+  // Variables set for the process on top of this one's environment; an empty value unsets one.
+  std::map<std::string, std::string> environment;
 };
 
 // Runs `program args...` with stdin from /dev/null and both outputs captured.

@@ -86,19 +86,46 @@ std::string ExitCodes::not_hdf5_;
 // ---------------------------------------------------------------------------------------------
 // train
 
-// --version: exit 0, the version, the vector instructions the build was compiled for next to
-// this processor's, and whether several processes are possible.
-TEST(Version, NamesTheInstructionsOfTheBuildAndOfThisProcessor) {
+// Options that run gradlab with GRADLAB_ISA set to `value` (unset when empty).
+testing::RunOptions isa_option(const std::string& value) {
+  testing::RunOptions options;
+  options.environment["GRADLAB_ISA"] = value;
+  return options;
+}
+
+// --version: exit 0, the version, the kernels' instruction set next to this processor's, what
+// the rest was compiled for, and whether several processes are possible.
+TEST(Version, NamesTheInstructionsOfTheKernelsAndOfThisProcessor) {
+  const std::string processor = isa_name(processor_isa());
   for (const std::string flag : {"--version", "version"}) {
-    const CommandResult r = run_gradlab({flag});
+    const CommandResult r = run_gradlab({flag}, isa_option(""));
     EXPECT_EQ(r.exit_code, 0) << r.describe();
     EXPECT_TRUE(contains(r.out, "gradlab " GRADLAB_PROJECT_VERSION "\n")) << r.out;
-    EXPECT_TRUE(contains(r.out, "vector instructions: " + compiled_isa() +
-                                    " (compiled for; this processor has " + cpu_isa() + ")"))
+    EXPECT_TRUE(contains(r.out, "kernels: " + processor +
+                                    " (chosen at run time; this processor has " + processor + ")"))
         << r.out;
+    EXPECT_TRUE(contains(r.out, "other code compiled for: " + compiled_isa() + "\n")) << r.out;
     EXPECT_TRUE(
         contains(r.out, built_with_mpi() ? "several processes: yes" : "several processes: no"))
         << r.out;
+  }
+}
+
+// GRADLAB_ISA forces a lower variant, and the version says so; a value that is no variant stops
+// every command with exit 1 before it does anything.
+TEST(Version, GradlabIsaForcesTheKernelsAndABadValueStopsEveryCommand) {
+  const CommandResult forced = run_gradlab({"--version"}, isa_option("baseline"));
+  EXPECT_EQ(forced.exit_code, 0) << forced.describe();
+  EXPECT_TRUE(
+      contains(forced.out, "kernels: SSE2 (forced by GRADLAB_ISA=baseline; this processor has " +
+                               isa_name(processor_isa()) + ")"))
+      << forced.out;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--version"}, {"explain"}}) {
+    const CommandResult r = run_gradlab(args, isa_option("avx1024"));
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_TRUE(contains(r.err, "GRADLAB_ISA=avx1024 is not an instruction set")) << r.err;
+    EXPECT_EQ(r.out, "") << r.describe();
   }
 }
 

@@ -42,12 +42,16 @@ void print_usage(std::ostream& out) {
   }
 }
 
-// The version, and what this build runs on: the vector instructions its kernels were compiled
-// for against those of this processor, and whether it can train on several processes.
+// The version, and what this build runs on: the kernels' instruction set (chosen at run time)
+// against this processor's, what the rest was compiled for, and whether it can train on several
+// processes.
 void print_version(std::ostream& out) {
-  const std::string built = gradlab::compiled_isa(), cpu = gradlab::cpu_isa();
+  const auto requested = gradlab::requested_isa();
   out << "gradlab " << GRADLAB_VERSION << "\n"
-      << "vector instructions: " << built << " (compiled for; this processor has " << cpu << ")\n"
+      << "kernels: " << gradlab::isa_name(gradlab::kernel_isa()) << " ("
+      << (requested ? "forced by GRADLAB_ISA=" + *requested : std::string("chosen at run time"))
+      << "; this processor has " << gradlab::isa_name(gradlab::processor_isa()) << ")\n"
+      << "other code compiled for: " << gradlab::compiled_isa() << "\n"
       << "several processes: "
       << (gradlab::train::built_with_mpi() ? "yes, under mpirun (MPI)" : "no (built without MPI)")
       << '\n';
@@ -107,6 +111,7 @@ int main(int argc, char** argv) {
   make_idle_threads_sleep(argv);
   try {
     gradlab::train::join_world(&argc, &argv);
+    gradlab::kernel_isa();  // a bad GRADLAB_ISA stops every command here, before any work
   } catch (const std::exception& e) {
     std::cerr << "gradlab: " << e.what() << '\n';
     return kExitFailure;

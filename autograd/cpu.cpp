@@ -1,5 +1,7 @@
 #include "autograd/cpu.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <stdexcept>
 
@@ -8,6 +10,16 @@ namespace gradlab {
 namespace {
 
 constexpr Isa kAll[] = {Isa::baseline, Isa::avx2, Isa::avx512};
+
+// The x86-64-v3 features __builtin_cpu_supports does not name in every compiler: MOVBE and F16C
+// (CPUID leaf 1, ECX bits 22 and 29) and LZCNT (leaf 0x80000001, ECX bit 5).
+bool has_movbe_f16c_lzcnt() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const bool movbe_f16c = (ecx >> 22 & 1) && (ecx >> 29 & 1);
+  if (!__get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx)) return false;
+  return movbe_f16c && (ecx >> 5 & 1);
+}
 
 }  // namespace
 
@@ -41,7 +53,7 @@ Isa processor_isa() {
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                     __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
-                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("movbe");
+                    has_movbe_f16c_lzcnt();
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx512vl");

@@ -8,6 +8,9 @@
 #                                          --no-doc leaves BENCHMARKS.md alone)
 #   ./scripts/bench.sh --benchmark_filter=Matmul   gradlab's own micro-benchmarks only: Google
 #                                          Benchmark flags pass through to gradlab_bench
+#   ./scripts/bench.sh --gemm-libraries    only the matrix-product kernel against OpenBLAS, BLIS
+#                                          and libxsmm, and the FMA peak, per instruction set
+#                                          (scripts/bench_gemm_libraries.sh; about 5 minutes)
 #   ./scripts/bench.sh --scaling           only the scaling of training on several processes
 #                                          (scripts/bench_scaling.py; mpirun, about 3 minutes),
 #                                          which a full run does last
@@ -24,6 +27,11 @@ set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
+
+if [[ "${1:-}" == --gemm-libraries ]]; then
+  shift
+  exec ./scripts/bench_gemm_libraries.sh "$@"
+fi
 
 micro=0
 scaling_only=0

@@ -8,8 +8,8 @@
 #      build-sanitize/: the whole suite again, with the sanitizer options below. Debug keeps
 #      assertions (no NDEBUG) and -g; it compiles with -O1 instead of -O0, without which the
 #      Eigen kernels make the sanitized suite too slow to run on every change, and for the
-#      generic x86-64 target (GRADLAB_NATIVE=OFF): g++ 12 with sanitizers at -O1 reports false
-#      "used uninitialized" errors inside its own AVX-512 intrinsics headers. Without MPI
+#      generic x86-64 target (GRADLAB_NATIVE=OFF), the kernels' variants for every instruction
+#      set included (each runs where the processor has it: tests/CMakeLists.txt). Without MPI
 #      (GRADLAB_MPI=OFF): Open MPI's own allocations would fail the leak check; the tests that
 #      start gradlab under mpirun (test_mpi.cpp) run in pass 1.
 #   3. The libFuzzer targets (fuzz/README.md), built with clang in build-fuzz/, run once over

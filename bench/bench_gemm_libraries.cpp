@@ -5,6 +5,7 @@
 // (BENCHMARKS.md, "Matrix products: our kernel or a library").
 //
 //   gradlab_gemm_bench [--openblas LIB.so] [--blis LIB.so] [--threads 1,2] [--seconds S]
+//                      [--only TEXT]   (only the products whose name contains TEXT)
 //
 // OpenBLAS and BLIS are opened at run time (their CBLAS interfaces; no link-time dependency),
 // libxsmm is linked when the build found it (GRADLAB_LIBXSMM_ROOT). Each library picks its
@@ -126,19 +127,16 @@ Library libxsmm_library() {
             const libxsmm_blasint m = s.n, n = s.m, k = s.k, lda = s.trans_b ? s.k : s.n,
                                   ldb = s.trans_a ? s.m : s.k, ldc = s.n;
             const float alpha = 1, beta = 0;
-            if (omp_get_max_threads() > 1) {
-              libxsmm_sgemm_omp(&ta, &tb, m, n, k, alpha, b, lda, a, ldb, beta, c, ldc);
-            } else {
-              libxsmm_sgemm(&ta, &tb, &m, &n, &k, &alpha, b, &lda, a, &ldb, &beta, c, &ldc);
-            }
+            // Its tiled product of JIT-compiled small kernels; plain libxsmm_sgemm hands shapes
+            // this large to a BLAS.
+            libxsmm_sgemm_omp(&ta, &tb, &m, &n, &k, &alpha, b, &lda, a, &ldb, &beta, c, &ldc);
           },
           [](int) {}};
 }
 #endif
 
 double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // The best of three rounds of back-to-back calls (each `seconds` long) in seconds per call.
@@ -195,7 +193,8 @@ __attribute__((target("avx2,fma"))) double fma_loop_avx2() {
 // GFLOP/s of the FMA loop on `threads` threads at once (each its own loop).
 double fma_peak(double (*loop)(), int lanes, int threads) {
   volatile double sink = 0;
-  loop();
+#pragma omp parallel num_threads(threads)
+  { sink = sink + loop(); }
   const double start = now();
 #pragma omp parallel num_threads(threads)
   { sink = sink + loop(); }
@@ -213,7 +212,7 @@ std::vector<int> parse_threads(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string openblas, blis, threads_list = "1,2";
+  std::string openblas, blis, threads_list = "1,2", only;
   double seconds = 0.2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
@@ -223,12 +222,14 @@ int main(int argc, char** argv) {
       blis = value;
     } else if (flag == "--threads") {
       threads_list = value;
+    } else if (flag == "--only") {
+      only = value;
     } else if (flag == "--seconds") {
       seconds = std::stod(value);
     } else {
       std::fprintf(stderr,
                    "usage: gradlab_gemm_bench [--openblas LIB.so] [--blis LIB.so] "
-                   "[--threads 1,2] [--seconds S]\n");
+                   "[--threads 1,2] [--seconds S] [--only TEXT]\n");
       return 2;
     }
   }
@@ -272,6 +273,7 @@ int main(int argc, char** argv) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   for (const Shape& shape : all_shapes()) {
+    if (shape.name.find(only) == std::string::npos) continue;
     std::vector<float> a(shape.m * shape.k), b(shape.k * shape.n), c(shape.m * shape.n);
     for (float& x : a) x = normal(rng);
     for (float& x : b) x = normal(rng);
@@ -283,8 +285,8 @@ int main(int argc, char** argv) {
       for (const Library& library : libraries) {
         omp_set_num_threads(threads);
         library.set_threads(threads);
-        const double t = seconds_per_call(
-            [&] { library.gemm(shape, a.data(), b.data(), c.data()); }, seconds);
+        const double t =
+            seconds_per_call([&] { library.gemm(shape, a.data(), b.data(), c.data()); }, seconds);
         std::printf(" %.0f |", flops / t / 1e9);
       }
       std::printf("\n");

@@ -1,7 +1,8 @@
 // The default runs' per-step losses against a fixture recorded before the library
 // restructuring: moving code must not change what gradlab computes. A Release build for an ISA
-// the fixture has rows for must match them bit for bit; any other build (another ISA, the
-// sanitizers' -O1) rounds differently and is held to a relative tolerance instead.
+// the fixture has rows for must match them bit for bit; any other build (another ISA, kernels
+// forced to another by GRADLAB_ISA, the sanitizers' -O1) rounds differently and is held to a
+// relative tolerance instead.
 //
 // Recording (only when the computation is meant to change, in a commit of its own): run the
 // disabled test DefaultRun.DISABLED_Record (--gtest_also_run_disabled_tests) and append its
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/cpu.h"
 #include "train/config.h"
 #include "train/fit.h"
 
@@ -30,18 +32,16 @@ const char* fixture_path() {
   return GRADLAB_TEST_DATA_DIR "/default_run_losses.txt";
 }
 
-// The instruction set the kernels were compiled for and the processor they run on (CPU family
-// and model from /proc/cpuinfo): together they set how float sums round. -march=native picks
-// other vector widths on other processors with the same ISA, so bits are compared only on the
-// kind of processor that recorded them.
+// The instruction set the kernels run (chosen at run time; GRADLAB_ISA may force it), what the
+// rest was compiled for where that differs, and the processor they run on (CPU family and model
+// from /proc/cpuinfo): together they set how float sums round. Other processors with the same
+// ISA may be given other vector widths, so bits are compared only on the kind of processor that
+// recorded them.
 std::string build_isa() {
-#if defined(__AVX512F__)
-  std::string isa = "avx512f";
-#elif defined(__AVX2__) && defined(__FMA__)
-  std::string isa = "avx2+fma";
-#else
-  std::string isa = "x86-64";
-#endif
+  const std::map<Isa, std::string> names{
+      {Isa::avx512, "avx512f"}, {Isa::avx2, "avx2+fma"}, {Isa::baseline, "x86-64"}};
+  std::string isa = names.at(kernel_isa());
+  if (compiled_isa() != isa_name(kernel_isa())) isa += "+rest-" + compiled_isa();
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string family = "?", model = "?";
   for (std::string line; std::getline(cpuinfo, line) && (family == "?" || model == "?");) {

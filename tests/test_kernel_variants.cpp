@@ -1,9 +1,10 @@
 // The kernels' variants (autograd/kernels/variants.h): each instruction set this processor has
-// computes what the baseline computes, kernel by kernel, in float64 (to rounding: the variants
-// differ in vector width, so in the order of their sums, and in fused multiply-adds) and the
-// product in float32 too, on sizes that are no multiple of any vector width. The rest of the
-// suite checks the kernels against composed ops and references; ctest runs those tests once more
-// under each variant (GRADLAB_ISA, tests/CMakeLists.txt). And how GRADLAB_ISA is read.
+// computes what the baseline computes, kernel by kernel (the optimizers' updates too), in float64
+// (to rounding: the variants differ in vector width, so in the order of their sums, and in fused
+// multiply-adds) and the product in float32 too, on sizes that are no multiple of any vector width.
+// The rest of the suite checks the kernels against composed ops and references; ctest runs those
+// tests once more under each variant (GRADLAB_ISA, tests/CMakeLists.txt). And how GRADLAB_ISA is
+// read.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -174,6 +175,30 @@ TEST(KernelVariants, LayerNormAndGeluAgreeWithTheBaseline) {
     v.gelu_backward(x.data(), want_y.data(), g.data(), dx.data(), size);
     b.gelu_backward(x.data(), want_y.data(), g.data(), want_dx.data(), size);
     EXPECT_LT(relative_difference(dx, want_dx), 1e-14) << isa_name(isa);
+  }
+}
+
+TEST(KernelVariants, OptimizerUpdatesAgreeWithTheBaseline) {
+  const int64_t n = 101;
+  const std::vector<double> p0 = random_values<double>(n, 15), g = random_values<double>(n, 16),
+                            m0 = random_values<double>(n, 17);
+  std::vector<double> v0 = random_values<double>(n, 18);
+  for (double& x : v0) x = x * x;
+  const AdamStep<double> adam{0.9, 0.99, 0.1, 0.01, 0.0, 1.0 - 1e-4, 0.3, 1e-8, -0.01};
+  const SgdStep<double> sgd{-0.1, 0.01, 0.9, true};
+  for (const auto& [isa, variant] : variants_to_compare()) {
+    std::vector<double> p = p0, m = m0, v = v0, want_p = p0, want_m = m0, want_v = v0;
+    variant->f64.adam_update(p.data(), g.data(), m.data(), v.data(), n, adam);
+    baseline().f64.adam_update(want_p.data(), g.data(), want_m.data(), want_v.data(), n, adam);
+    EXPECT_LT(relative_difference(p, want_p), 1e-15) << isa_name(isa);
+    EXPECT_LT(relative_difference(m, want_m), 1e-15) << isa_name(isa);
+    EXPECT_LT(relative_difference(v, want_v), 1e-15) << isa_name(isa);
+    EXPECT_GT(relative_difference(p, p0), 1e-4) << "the update moved nothing";
+    p = p0, m = m0, want_p = p0, want_m = m0;
+    variant->f64.sgd_update(p.data(), g.data(), m.data(), n, sgd);
+    baseline().f64.sgd_update(want_p.data(), g.data(), want_m.data(), n, sgd);
+    EXPECT_LT(relative_difference(p, want_p), 1e-15) << isa_name(isa);
+    EXPECT_LT(relative_difference(m, want_m), 1e-15) << isa_name(isa);
   }
 }
 

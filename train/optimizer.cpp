@@ -21,6 +21,7 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "autograd/kernels/optimizer.h"
 
 namespace gradlab::train {
 namespace {
@@ -99,28 +100,12 @@ class SGD final : public StatefulOptimizer {
       if (!grad.defined()) continue;
       if (slot.first.defined()) check_state(slot, slot.first);
       dispatch(slot.param.dtype(), [&]<class T>() {
-        T* p = slot.param.data<T>();
-        const T* g = grad.data<T>();
-        T* buf = slot.first.defined() ? slot.first.data<T>() : nullptr;
-        const T wd = static_cast<T>(slot.decay ? weight_decay_ : 0.0);
-        const T momentum = static_cast<T>(momentum_);
-        const T neg_lr = static_cast<T>(-lr);
-        const int64_t n = slot.param.numel();
-        if (buf == nullptr) {
-          for (int64_t i = 0; i < n; ++i) p[i] += neg_lr * (g[i] + wd * p[i]);
-        } else if (nesterov_) {
-          for (int64_t i = 0; i < n; ++i) {
-            const T d = g[i] + wd * p[i];
-            buf[i] = buf[i] * momentum + d;
-            p[i] += neg_lr * (d + momentum * buf[i]);
-          }
-        } else {
-          for (int64_t i = 0; i < n; ++i) {
-            const T d = g[i] + wd * p[i];
-            buf[i] = buf[i] * momentum + d;
-            p[i] += neg_lr * buf[i];
-          }
-        }
+        const kernels::SgdStep<T> step{static_cast<T>(-lr),
+                                       static_cast<T>(slot.decay ? weight_decay_ : 0.0),
+                                       static_cast<T>(momentum_), nesterov_};
+        kernels::sgd_update<T>(slot.param.data<T>(), grad.data<T>(),
+                               slot.first.defined() ? slot.first.data<T>() : nullptr,
+                               slot.param.numel(), step);
       });
     }
   }
@@ -162,30 +147,17 @@ class Adam final : public StatefulOptimizer {
       check_state(slot, slot.second);
       const double wd = slot.decay ? weight_decay_ : 0.0;
       dispatch(slot.param.dtype(), [&]<class T>() {
-        T* p = slot.param.data<T>();
-        const T* g = grad.data<T>();
-        T* m = slot.first.data<T>();
-        T* v = slot.second.data<T>();
-        const T beta1 = static_cast<T>(beta1_);
-        const T beta2 = static_cast<T>(beta2_);
-        const T one_minus_beta1 = static_cast<T>(1.0 - beta1_);
-        const T one_minus_beta2 = static_cast<T>(1.0 - beta2_);
-        const T l2 = static_cast<T>(decoupled_ ? 0.0 : wd);
-        const T shrink = static_cast<T>(1.0 - lr * wd);
-        const T bc2_sqrt = static_cast<T>(bias_correction2_sqrt);
-        const T eps = static_cast<T>(eps_);
-        const T neg_step_size = static_cast<T>(-step_size);
-        const int64_t n = slot.param.numel();
-        if (decoupled_ && wd != 0.0) {
-          for (int64_t i = 0; i < n; ++i) p[i] *= shrink;
-        }
-        for (int64_t i = 0; i < n; ++i) {
-          const T gi = g[i] + l2 * p[i];
-          m[i] = m[i] * beta1 + one_minus_beta1 * gi;
-          v[i] = v[i] * beta2 + one_minus_beta2 * gi * gi;
-          const T denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-          p[i] += neg_step_size * m[i] / denom;
-        }
+        const kernels::AdamStep<T> step{static_cast<T>(beta1_),
+                                        static_cast<T>(beta2_),
+                                        static_cast<T>(1.0 - beta1_),
+                                        static_cast<T>(1.0 - beta2_),
+                                        static_cast<T>(decoupled_ ? 0.0 : wd),
+                                        static_cast<T>(decoupled_ ? 1.0 - lr * wd : 1.0),
+                                        static_cast<T>(bias_correction2_sqrt),
+                                        static_cast<T>(eps_),
+                                        static_cast<T>(-step_size)};
+        kernels::adam_update<T>(slot.param.data<T>(), grad.data<T>(), slot.first.data<T>(),
+                                slot.second.data<T>(), slot.param.numel(), step);
       });
     }
   }

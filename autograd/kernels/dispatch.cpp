@@ -149,6 +149,16 @@ void cross_entropy_backward(const T* log_probs, const int64_t* targets, int64_t 
   active<T>().cross_entropy_backward(log_probs, targets, rows, classes, ignore_index, factor, dx);
 }
 
+template <class T>
+void sgd_update(T* p, const T* g, T* momentum_buffer, int64_t n, const SgdStep<T>& step) {
+  active<T>().sgd_update(p, g, momentum_buffer, n, step);
+}
+
+template <class T>
+void adam_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamStep<T>& step) {
+  active<T>().adam_update(p, g, m, v, n, step);
+}
+
 // Both element types of every entry point above.
 #define GRADLAB_INSTANTIATE(name)             \
   template decltype(name<float>) name<float>; \
@@ -172,6 +182,8 @@ GRADLAB_INSTANTIATE(log_softmax_rows_forward)
 GRADLAB_INSTANTIATE(log_softmax_rows_backward)
 GRADLAB_INSTANTIATE(cross_entropy_forward)
 GRADLAB_INSTANTIATE(cross_entropy_backward)
+GRADLAB_INSTANTIATE(sgd_update)
+GRADLAB_INSTANTIATE(adam_update)
 #undef GRADLAB_INSTANTIATE
 
 }  // namespace gradlab::kernels

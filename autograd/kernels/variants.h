@@ -14,6 +14,7 @@
 #include "autograd/kernels/gelu.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/layer_norm.h"
+#include "autograd/kernels/optimizer.h"
 #include "autograd/kernels/softmax.h"
 
 namespace gradlab::kernels {
@@ -40,6 +41,8 @@ struct KernelTable {
   decltype(&kernels::log_softmax_rows_backward<T>) log_softmax_rows_backward;
   decltype(&kernels::cross_entropy_forward<T>) cross_entropy_forward;
   decltype(&kernels::cross_entropy_backward<T>) cross_entropy_backward;
+  decltype(&kernels::sgd_update<T>) sgd_update;
+  decltype(&kernels::adam_update<T>) adam_update;
 };
 
 struct KernelVariant {
@@ -78,7 +81,9 @@ constexpr KernelTable<T> entry_points() {
           &log_softmax_rows_forward<T>,
           &log_softmax_rows_backward<T>,
           &cross_entropy_forward<T>,
-          &cross_entropy_backward<T>};
+          &cross_entropy_backward<T>,
+          &sgd_update<T>,
+          &adam_update<T>};
 }
 
 // The variant for `isa`, or null when this processor cannot run it.

@@ -9,7 +9,15 @@ namespace gradlab {
 
 namespace {
 
-constexpr Isa kAll[] = {Isa::baseline, Isa::avx2, Isa::avx512};
+// Each variant's names, in Isa's order.
+struct IsaNames {
+  Isa isa;
+  const char* name;  // for people
+  const char* key;   // for GRADLAB_ISA
+};
+constexpr IsaNames kAll[] = {{Isa::baseline, "SSE2", "baseline"},
+                             {Isa::avx2, "AVX2", "avx2"},
+                             {Isa::avx512, "AVX-512", "avx512"}};
 
 // The x86-64-v3 features __builtin_cpu_supports does not name in every compiler: MOVBE and F16C
 // (CPUID leaf 1, ECX bits 22 and 29) and LZCNT (leaf 0x80000001, ECX bit 5).
@@ -24,27 +32,11 @@ bool has_movbe_f16c_lzcnt() {
 }  // namespace
 
 std::string isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::avx512:
-      return "AVX-512";
-    case Isa::avx2:
-      return "AVX2";
-    case Isa::baseline:
-      break;
-  }
-  return "SSE2";
+  return kAll[static_cast<int>(isa)].name;
 }
 
 std::string isa_key(Isa isa) {
-  switch (isa) {
-    case Isa::avx512:
-      return "avx512";
-    case Isa::avx2:
-      return "avx2";
-    case Isa::baseline:
-      break;
-  }
-  return "baseline";
+  return kAll[static_cast<int>(isa)].key;
 }
 
 // libgcc's CPUID reading also checks that the operating system saves the AVX and AVX-512
@@ -63,10 +55,10 @@ Isa processor_isa() {
 
 Isa choose_isa(const std::optional<std::string>& requested, Isa processor) {
   if (!requested || requested->empty()) return processor;
-  for (const Isa isa : kAll) {
-    if (*requested != isa_key(isa)) continue;
+  for (const auto& [isa, name, key] : kAll) {
+    if (*requested != key) continue;
     if (isa > processor) {
-      throw std::runtime_error("GRADLAB_ISA=" + *requested + " asks for " + isa_name(isa) +
+      throw std::runtime_error("GRADLAB_ISA=" + *requested + " asks for " + name +
                                ", which this processor does not have (it has " +
                                isa_name(processor) + "); unset GRADLAB_ISA or ask for less");
     }

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/cpu.h"
 #include "cli_runner.h"
 #include "tests/test_helpers.h"
 #include "train/checkpoint.h"
@@ -65,18 +66,21 @@ CommandResult run_mpi(int processes, const std::vector<std::string>& args,
   return run_command(GRADLAB_MPIRUN, command, options);
 }
 
-// One mpirun job whose two processes get different command lines, working directories or
-// programs (MPI's MPMD form), to make them disagree on purpose.
+// One mpirun job whose two processes get different command lines, working directories,
+// programs or environment variables (MPI's MPMD form), to make them disagree on purpose.
 CommandResult run_mpi_apart(const std::vector<std::string>& rank0,
                             const std::vector<std::string>& rank1,
                             const std::string& directory0 = ".",
                             const std::string& directory1 = ".",
-                            const std::string& binary1 = GRADLAB_BINARY) {
+                            const std::string& binary1 = GRADLAB_BINARY,
+                            const std::string& rank1_variable = "") {
   allow_mpirun();
   std::vector<std::string> command = {"--bind-to", "none",     "-np",         "1",
                                       "-wdir",     directory0, GRADLAB_BINARY};
   command.insert(command.end(), rank0.begin(), rank0.end());
-  command.insert(command.end(), {":", "-np", "1", "-wdir", directory1, binary1});
+  command.insert(command.end(), {":", "-np", "1", "-wdir", directory1});
+  if (!rank1_variable.empty()) command.insert(command.end(), {"-x", rank1_variable});
+  command.push_back(binary1);
   command.insert(command.end(), rank1.begin(), rank1.end());
   return run_command(GRADLAB_MPIRUN, command);
 }
@@ -394,6 +398,15 @@ TEST(Mpi, ProcessesThatDisagreeAreRefusedAtTheStart) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_TRUE(contains(r.err, "rank 1 of 2 has a different gradlab binary than rank 0"))
       << r.describe();
+
+  // A host with other vector instructions: rank 1's kernels are the SSE2 variant.
+  r = run_mpi_apart(run, run, ".", ".", GRADLAB_BINARY, "GRADLAB_ISA=baseline");
+  if (processor_isa() != Isa::baseline) {
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_TRUE(contains(r.err, "rank 1 of 2 has a different kernel instruction set"))
+        << r.describe();
+    EXPECT_TRUE(contains(r.err, "set GRADLAB_ISA to the lowest on every process")) << r.describe();
+  }
 
   // The same --data path names different texts on the two "hosts" (working directories).
   const std::string text = read_text("/usr/share/common-licenses/GPL-3");

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "autograd/cpu.h"
 #include "data/fingerprint.h"
 #include "train/atomic_file.h"
 #include "train/cli/commands.h"
@@ -388,13 +389,19 @@ uint64_t binary_fingerprint() {
 }
 
 // Refuses to train unless every process of the group runs the same gradlab on the same
-// configuration, text and starting state (parameters, optimizer, step): processes that differ
+// kernel variant, configuration, text and starting state (parameters, optimizer, step):
+// processes that differ
 // would train different models while summing their gradients. Returns -1 or an exit code.
 int check_same_start(const RunConfig& config, const data::TextCorpus* corpus,
                      const Trainer& trainer, ProcessGroup& group) {
   const std::string settings = to_config_file(config);
   const std::vector<std::pair<std::string, uint64_t>> checks = {
       {"gradlab binary", binary_fingerprint()},
+      // The variants round alike only within themselves: replicas on different ones would drift
+      // apart by an ulp at a time.
+      {"kernel instruction set (rank 0 runs " + isa_name(kernel_isa()) +
+           "; on processors that differ, set GRADLAB_ISA to the lowest on every process)",
+       static_cast<uint64_t>(kernel_isa())},
       {"configuration", data::fingerprint(settings.data(), settings.size())},
       {"text (--data)", corpus ? corpus->fingerprint() : 0},
       {"starting state (parameters, optimizer, step; on --resume, the checkpoint read)",

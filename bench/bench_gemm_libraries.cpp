@@ -24,6 +24,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -205,37 +206,50 @@ double fma_peak(double (*loop)(), int lanes, int threads) {
 std::vector<int> parse_threads(const std::string& list) {
   std::vector<int> threads;
   std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) threads.push_back(std::stoi(item));
+  for (std::string item; std::getline(in, item, ',');) {
+    threads.push_back(std::stoi(item));
+    if (threads.back() < 1) throw std::invalid_argument("threads below 1");
+  }
   return threads;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string openblas, blis, threads_list = "1,2", only;
+  std::string openblas, blis, only;
+  std::vector<int> thread_counts{1, 2};
   double seconds = 0.2;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--openblas") {
-      openblas = value;
-    } else if (flag == "--blis") {
-      blis = value;
-    } else if (flag == "--threads") {
-      threads_list = value;
-    } else if (flag == "--only") {
-      only = value;
-    } else if (flag == "--seconds") {
-      seconds = std::stod(value);
-    } else {
-      std::fprintf(stderr,
-                   "usage: gradlab_gemm_bench [--openblas LIB.so] [--blis LIB.so] "
-                   "[--threads 1,2] [--seconds S] [--only TEXT]\n");
-      return 2;
-    }
-  }
+  const auto usage = [] {
+    std::fprintf(stderr,
+                 "usage: gradlab_gemm_bench [--openblas LIB.so] [--blis LIB.so] "
+                 "[--threads 1,2] [--seconds S] [--only TEXT]\n");
+    return 2;
+  };
   if (argc % 2 == 0) {
     std::fprintf(stderr, "gradlab_gemm_bench: %s needs a value\n", argv[argc - 1]);
-    return 2;
+    return usage();
+  }
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    try {
+      if (flag == "--openblas") {
+        openblas = value;
+      } else if (flag == "--blis") {
+        blis = value;
+      } else if (flag == "--threads") {
+        thread_counts = parse_threads(value);
+      } else if (flag == "--only") {
+        only = value;
+      } else if (flag == "--seconds") {
+        seconds = std::stod(value);
+      } else {
+        return usage();
+      }
+    } catch (const std::exception&) {
+      std::fprintf(stderr, "gradlab_gemm_bench: %s %s is not a positive number (or list of them)\n", flag.c_str(),
+                   value.c_str());
+      return usage();
+    }
   }
 
   std::vector<Library> libraries{gradlab_library()};
@@ -253,7 +267,6 @@ int main(int argc, char** argv) {
   libraries.push_back(libxsmm_library());
 #endif
 
-  const std::vector<int> thread_counts = parse_threads(threads_list);
   std::printf("FMA peak, float32, GFLOP/s:");
   const gradlab::Isa processor = gradlab::processor_isa();
   for (const int threads : thread_counts) {

@@ -1,7 +1,5 @@
 // The kernels' entry points (declared in the kernel headers): each calls the variant of this
 // process's instruction set (variants.h). Compiled once, outside the variants.
-#include <type_traits>
-
 #include "autograd/kernels/variants.h"
 
 extern "C" const gradlab::kernels::KernelVariant gradlab_kernels_baseline, gradlab_kernels_avx2,

@@ -7,6 +7,8 @@
 // which compare the variants).
 #pragma once
 
+#include <type_traits>
+
 #include "autograd/cpu.h"
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/attention_lanes.h"

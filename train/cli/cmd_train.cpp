@@ -388,10 +388,9 @@ uint64_t binary_fingerprint() {
   return data::fingerprint(bytes.data(), bytes.size());
 }
 
-// Refuses to train unless every process of the group runs the same gradlab on the same
-// kernel variant, configuration, text and starting state (parameters, optimizer, step):
-// processes that differ
-// would train different models while summing their gradients. Returns -1 or an exit code.
+// Refuses to train unless every process of the group runs the same gradlab on the same kernel
+// variant, configuration, text and starting state (parameters, optimizer, step): processes that
+// differ would train different models while summing their gradients. Returns -1 or an exit code.
 int check_same_start(const RunConfig& config, const data::TextCorpus* corpus,
                      const Trainer& trainer, ProcessGroup& group) {
   const std::string settings = to_config_file(config);

@@ -3,6 +3,7 @@
 
 #include "autograd/dropout.h"
 #include "autograd/elementwise.h"
+#include "autograd/feed_forward.h"
 #include "autograd/graph.h"
 #include "autograd/index.h"
 #include "autograd/matmul.h"

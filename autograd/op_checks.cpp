@@ -223,26 +223,6 @@ std::vector<OpCheck> make_checks() {
   add_check(normal_check("layer_norm_plain", {{3, 7}},
                          [](const Inputs& x) { return layer_norm(x[0], Tensor(), Tensor()); }));
 
-  // The fused feed-forward sublayer: x + fc2(gelu(fc1(layer_norm(x)))), hidden width 7 or 5.
-  auto feed_forward = [](const Inputs& x) {
-    return feed_forward_residual(x[0], {.norm_weight = x[1],
-                                        .norm_bias = x[2],
-                                        .fc1_weight = x[3],
-                                        .fc1_bias = x[4],
-                                        .fc2_weight = x[5],
-                                        .fc2_bias = x[6]});
-  };
-  add_check(normal_check("feed_forward_residual", {{2, 3, 5}, {5}, {5}, {7, 5}, {7}, {5, 7}, {5}},
-                         feed_forward));
-  // 140 rows: two blocks of the kernel (128 rows), three of layer norm's sums (64 rows).
-  add_check(normal_check("feed_forward_residual_row_blocks",
-                         {{2, 70, 3}, {3}, {3}, {5, 3}, {5}, {3, 5}, {3}}, feed_forward));
-  add_check(normal_check("feed_forward_residual_no_biases", {{3, 4, 6}, {6}, {9, 6}, {6, 9}},
-                         [](const Inputs& x) {
-                           return feed_forward_residual(
-                               x[0], {.norm_weight = x[1], .fc1_weight = x[2], .fc2_weight = x[3]});
-                         }));
-
   // Indexing and masking.
   add_check(normal_check("embedding", {{7, 5}}, [](const Inputs& x) {
     return embedding(x[0], Indices({2, 3}, {4, 0, 4, 6, 1, 4}));

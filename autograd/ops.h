@@ -3,7 +3,6 @@
 
 #include "autograd/dropout.h"
 #include "autograd/elementwise.h"
-#include "autograd/feed_forward.h"
 #include "autograd/graph.h"
 #include "autograd/index.h"
 #include "autograd/matmul.h"

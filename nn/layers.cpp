@@ -2,7 +2,6 @@
 #include "nn/layers.h"
 
 #include <cmath>
-#include <stdexcept>
 
 #include "autograd/ops.h"
 
@@ -67,12 +66,8 @@ Dropout::Dropout(double p_, std::shared_ptr<Generator> gen) : p(p_), gen_(std::m
   if (p > 0.0 && !gen_) throw ConfigError("Dropout: p > 0 needs a generator");
 }
 
-bool Dropout::active() const {
-  return p != 0.0 && is_training();
-}
-
 Tensor Dropout::forward(const Tensor& x) const {
-  if (!active()) return x;
+  if (p == 0.0 || !is_training()) return x;
   return dropout(x, p, true, *gen_);
 }
 
@@ -117,17 +112,6 @@ FeedForward::FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double d
 
 Tensor FeedForward::forward(const Tensor& x) const {
   return drop->forward(fc2->forward(gelu(fc1->forward(x))));
-}
-
-Tensor FeedForward::forward_residual(const Tensor& x, const LayerNorm& norm) const {
-  if (drop->active()) throw std::logic_error("FeedForward: the fused sublayer has no dropout");
-  return feed_forward_residual(x, {.norm_weight = norm.weight,
-                                   .norm_bias = norm.bias,
-                                   .eps = norm.eps,
-                                   .fc1_weight = fc1->weight,
-                                   .fc1_bias = fc1->bias,
-                                   .fc2_weight = fc2->weight,
-                                   .fc2_bias = fc2->bias});
 }
 
 }  // namespace gradlab::nn

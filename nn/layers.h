@@ -42,8 +42,6 @@ class Dropout : public Module {
  public:
   Dropout(double p, std::shared_ptr<Generator> gen);
   Tensor forward(const Tensor& x) const;
-  // Whether forward changes anything: p > 0 in training mode.
-  bool active() const;
   double p;
 
  private:
@@ -75,9 +73,6 @@ class FeedForward : public Module {
   FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double dropout = 0.0,
               std::shared_ptr<Generator> dropout_gen = nullptr, bool bias = true);
   Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
-  // x + forward(norm(x)) as one op (autograd/feed_forward.h), with the same values and gradients
-  // as those ops composed; only without active dropout.
-  Tensor forward_residual(const Tensor& x, const LayerNorm& norm) const;
   std::shared_ptr<Linear> fc1, fc2;
   std::shared_ptr<Dropout> drop;
 };

@@ -39,11 +39,6 @@ Tensor TransformerBlock::sublayer(const Tensor& h, const LayerNorm& norm, const 
   return norm.forward(residual_add(h, drop_->forward(body(h)), name));
 }
 
-Tensor TransformerBlock::feed_forward(const Tensor& h) const {
-  if (pre_norm_ && !drop_->active() && !ffn->drop->active()) return ffn->forward_residual(h, *ln2);
-  return sublayer(h, *ln2, "feed-forward", [&](const Tensor& in) { return ffn->forward(in); });
-}
-
 Tensor TransformerBlock::forward_incremental(const Tensor& x, KVCache& cache) const {
   if (cross_attn) {
     throw ShapeError(
@@ -52,7 +47,7 @@ Tensor TransformerBlock::forward_incremental(const Tensor& x, KVCache& cache) co
   }
   const Tensor h = sublayer(x, *ln1, "attention",
                             [&](const Tensor& in) { return attn->forward_incremental(in, cache); });
-  return feed_forward(h);
+  return sublayer(h, *ln2, "feed-forward", [&](const Tensor& in) { return ffn->forward(in); });
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_masks,
@@ -83,7 +78,7 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_mas
       return attend(*cross_attn, in, memory, memory_masks, cross_weights);
     });
   }
-  return feed_forward(h);
+  return sublayer(h, *ln2, "feed-forward", [&](const Tensor& in) { return ffn->forward(in); });
 }
 
 }  // namespace gradlab::nn

@@ -45,9 +45,6 @@ class TransformerBlock : public Module {
   // h plus body of the sublayer, with its LayerNorm before (pre-LN) or after (post-LN).
   Tensor sublayer(const Tensor& h, const LayerNorm& norm, const char* name,
                   const std::function<Tensor(const Tensor&)>& body) const;
-  // The feed-forward sublayer: in a pre-LN block without active dropout, one fused op that keeps
-  // each block of rows in cache through it (FeedForward::forward_residual); else as composed.
-  Tensor feed_forward(const Tensor& h) const;
 
   bool pre_norm_;
   std::shared_ptr<Dropout> drop_;

@@ -104,19 +104,6 @@ void gelu_backward(const T* x, const T* y, const T* g, T* dx, int64_t n) {
 }
 
 template <class T>
-void feed_forward_forward(const FeedForwardParams<T>& p, const T* x, T* y,
-                          const FeedForwardSaved<T>& saved) {
-  active<T>().feed_forward_forward(p, x, y, saved);
-}
-
-template <class T>
-void feed_forward_backward(const FeedForwardParams<T>& p, const T* x,
-                           const FeedForwardSaved<T>& saved, const T* dy,
-                           const FeedForwardGrads<T>& grads) {
-  active<T>().feed_forward_backward(p, x, saved, dy, grads);
-}
-
-template <class T>
 void layer_norm_forward(const T* x, const T* weight, const T* bias, T eps, int64_t rows,
                         int64_t channels, T* y, T* mean, T* rstd) {
   active<T>().layer_norm_forward(x, weight, bias, eps, rows, channels, y, mean, rstd);
@@ -183,8 +170,6 @@ GRADLAB_INSTANTIATE(attention_lanes_forward)
 GRADLAB_INSTANTIATE(attention_lanes_backward)
 GRADLAB_INSTANTIATE(attention_tiles_forward)
 GRADLAB_INSTANTIATE(attention_tiles_backward)
-GRADLAB_INSTANTIATE(feed_forward_forward)
-GRADLAB_INSTANTIATE(feed_forward_backward)
 GRADLAB_INSTANTIATE(gelu_forward)
 GRADLAB_INSTANTIATE(gelu_backward)
 GRADLAB_INSTANTIATE(layer_norm_forward)

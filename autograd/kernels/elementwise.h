@@ -17,20 +17,13 @@ namespace gradlab::kernels {
 // in two comparisons of alternating runs.
 constexpr int64_t kParallelThreshold = 1 << 16;
 
-// Whether a loop over n elements should share them across the OpenMP threads: when it is large
-// enough, and not already inside a parallel region (a fused kernel calling this loop on its own
-// rows), where a nested region would only add a fork on one thread.
-inline bool worth_threads(int64_t n) {
-  return n > kParallelThreshold && !omp_in_parallel();
-}
-
 // body(begin, end) over [0, n): on the calling thread, or in equal contiguous chunks across
-// the OpenMP threads when worth_threads(n). The element loops inside are plain loops that g++
+// the OpenMP threads above kParallelThreshold. The element loops inside are plain loops that g++
 // vectorises; written as one `omp parallel for simd`, it left them scalar (an add of 82 K floats
 // took 39 us instead of 24).
 template <class Body>
 void for_chunks(int64_t n, Body body) {
-  if (!worth_threads(n)) return body(int64_t{0}, n);
+  if (n <= kParallelThreshold) return body(int64_t{0}, n);
 #pragma omp parallel
   {
     const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();

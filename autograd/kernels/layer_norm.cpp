@@ -10,6 +10,11 @@
 namespace gradlab::kernels {
 namespace {
 
+// Rows per block of the backward: each block adds its weight and bias gradients into its own
+// partial sums, which are then added in block order, so threads share the rows and the result
+// does not depend on how many there are.
+constexpr int64_t kRowBlock = 64;
+
 // The weight, or ones when there is none; the bias, or zeros: one row loop serves both cases,
 // with no branch per element.
 template <class T>
@@ -51,7 +56,7 @@ void layer_norm_forward(const T* x, const T* weight, const T* bias, T eps, int64
                         int64_t channels, T* y, T* mean, T* rstd) {
   const T* w = weight_or<T>(weight, channels, 1);
   const T* b = weight_or<T>(bias, channels, 0);
-#pragma omp parallel for if (worth_threads(rows * channels)) schedule(static)
+#pragma omp parallel for if (rows * channels > kParallelThreshold) schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * channels;
     const T m = sum_over<T>(channels, [&](int64_t c) { return xr[c]; }) / static_cast<T>(channels);
@@ -72,16 +77,16 @@ void layer_norm_forward(const T* x, const T* weight, const T* bias, T eps, int64
 template <class T>
 void layer_norm_backward(const T* x, const T* g, const T* weight, const T* mean, const T* rstd,
                          int64_t rows, int64_t channels, T* dx, T* dweight, T* dbias) {
-  const int64_t blocks = (rows + kLayerNormRowBlock - 1) / kLayerNormRowBlock;
+  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
   const T* w = weight_or<T>(weight, channels, 1);
   thread_local std::vector<T> partial;  // [blocks, 2, C]: dweight's, then dbias's sums
   partial.assign(blocks * 2 * channels, T(0));
   T* sums = partial.data();
-#pragma omp parallel for if (worth_threads(rows * channels)) schedule(static)
+#pragma omp parallel for if (rows * channels > kParallelThreshold) schedule(static)
   for (int64_t block = 0; block < blocks; ++block) {
     T* dw_sum = sums + block * 2 * channels;
-    const int64_t end = std::min(rows, (block + 1) * kLayerNormRowBlock);
-    for (int64_t r = block * kLayerNormRowBlock; r < end; ++r) {
+    const int64_t end = std::min(rows, (block + 1) * kRowBlock);
+    for (int64_t r = block * kRowBlock; r < end; ++r) {
       backward_row(x + r * channels, g + r * channels, w, mean[r], rstd[r], channels,
                    dx + r * channels, dw_sum, dw_sum + channels);
     }

@@ -8,11 +8,6 @@
 
 namespace gradlab::kernels {
 
-// Rows per block of the backward's weight and bias sums: each block's partial sums are added in
-// block order, so the result does not depend on the thread count. Fused kernels that run the
-// backward on parts of the rows cut them at the same boundaries to get the same sums.
-constexpr int64_t kLayerNormRowBlock = 64;
-
 // y = (x - mean) * rstd * weight + bias per row, rstd = 1 / sqrt(var + eps) with the biased
 // variance. A null weight means ones, a null bias zeros.
 template <class T>

@@ -13,7 +13,6 @@
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/attention_lanes.h"
 #include "autograd/kernels/attention_tiles.h"
-#include "autograd/kernels/feed_forward.h"
 #include "autograd/kernels/gelu.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/layer_norm.h"
@@ -34,8 +33,6 @@ struct KernelTable {
   decltype(&kernels::attention_lanes_backward<T>) attention_lanes_backward;
   decltype(&kernels::attention_tiles_forward<T>) attention_tiles_forward;
   decltype(&kernels::attention_tiles_backward<T>) attention_tiles_backward;
-  decltype(&kernels::feed_forward_forward<T>) feed_forward_forward;
-  decltype(&kernels::feed_forward_backward<T>) feed_forward_backward;
   decltype(&kernels::gelu_forward<T>) gelu_forward;
   decltype(&kernels::gelu_backward<T>) gelu_backward;
   decltype(&kernels::layer_norm_forward<T>) layer_norm_forward;
@@ -77,8 +74,6 @@ constexpr KernelTable<T> entry_points() {
           &attention_lanes_backward<T>,
           &attention_tiles_forward<T>,
           &attention_tiles_backward<T>,
-          &feed_forward_forward<T>,
-          &feed_forward_backward<T>,
           &gelu_forward<T>,
           &gelu_backward<T>,
           &layer_norm_forward<T>,

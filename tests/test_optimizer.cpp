@@ -4,6 +4,7 @@
 // values computed by hand. Every expected number comes from PyTorch or from the formulas written
 // out here, never from gradlab itself.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -313,6 +314,78 @@ TEST(OptimizerStep, SkipsParametersWithoutGradientButCountsTheStep) {
       EXPECT_NEAR(v, expected, dtype == DType::Float64 ? 1e-15 : 1e-7);
     }
   }
+}
+
+// The threads share every parameter's elements in one parallel region: each element is still
+// updated by one thread alone, in the same arithmetic, so one and two threads agree bit for bit
+// (parameters of odd sizes, in both element types, enough of them to be shared, one without a
+// gradient).
+TEST(OptimizerStep, OneAndTwoThreadsGiveTheSameBits) {
+  auto run = [](const std::string& name, int threads) {
+    omp_set_num_threads(threads);
+    Generator gen(9);
+    std::vector<nn::NamedTensor> params;
+    const std::vector<std::pair<Shape, DType>> shapes{{{301, 97}, DType::Float32},
+                                                      {{13}, DType::Float32},
+                                                      {{211, 89}, DType::Float64},
+                                                      {{40, 3}, DType::Float32}};
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      Tensor p = Tensor::randn(shapes[i].first, gen, DType::Float64).to(shapes[i].second);
+      p.set_requires_grad();
+      params.emplace_back("p" + std::to_string(i), p);
+    }
+    OptimizerConfig config;
+    config.name = name;
+    config.momentum = 0.9;
+    config.weight_decay = 0.1;
+    auto opt = make_optimizer(config, params);
+    std::vector<std::vector<double>> values;
+    for (int step = 1; step <= 3; ++step) {
+      for (size_t i = 0; i + 1 < params.size(); ++i) {
+        Tensor& p = params[i].second;
+        p.set_grad(Tensor::randn(p.shape(), gen, DType::Float64).to(p.dtype()));
+      }
+      opt->step(0.01 * step);
+    }
+    for (const auto& [name, p] : params) values.push_back(p.to_vector());
+    for (const auto& [name, s] : opt->state()) values.push_back(s.to_vector());
+    omp_set_num_threads(1);
+    return values;
+  };
+  for (const std::string name : {"sgd", "adam", "adamw"}) {
+    const auto one = run(name, 1);
+    const auto two = run(name, 2);
+    EXPECT_EQ(one, two) << name;
+    EXPECT_NE(one[0], run(name == "sgd" ? "adam" : "sgd", 1)[0]) << name;
+  }
+}
+
+// A step refused part-way (a parameter converted after the optimizer was built) updates
+// nothing, and the next step updates each parameter once.
+TEST(OptimizerStep, ARefusedStepLeavesNothingForTheNext) {
+  auto params_with_grads = [] {
+    std::vector<nn::NamedTensor> params{{"a", Tensor::full({5}, 1.0, DType::Float32)},
+                                        {"b", Tensor::full({4}, 2.0, DType::Float32)}};
+    for (auto& [name, p] : params) p.set_requires_grad().set_grad(Tensor::full(p.shape(), 0.5));
+    return params;
+  };
+  OptimizerConfig config;
+  config.name = "sgd";
+  config.momentum = 0.9;
+  auto params = params_with_grads();
+  auto opt = make_optimizer(config, params);
+  Tensor& b = params[1].second;
+  b.set_data(b.to(DType::Float64));
+  b.set_grad(Tensor::full({4}, 0.5, DType::Float64));
+  EXPECT_THROW(opt->step(0.1), DTypeError);
+  EXPECT_EQ(params[0].second.to_vector(), std::vector<double>(5, 1.0));
+  b.set_data(b.to(DType::Float32));
+  b.set_grad(Tensor::full({4}, 0.5));
+  opt->step(0.1);
+  auto fresh = params_with_grads();
+  make_optimizer(config, fresh)->step(0.1);
+  EXPECT_EQ(params[0].second.to_vector(), fresh[0].second.to_vector());
+  EXPECT_EQ(params[1].second.to_vector(), fresh[1].second.to_vector());
 }
 
 TEST(OptimizerStep, BiasCorrectionUsesTheGlobalStepCount) {

@@ -10,17 +10,23 @@
 //    per step() call); torch counts steps per parameter, so the two differ for a parameter that
 //    missed a step for lack of a gradient.
 // The hot loops run over the contiguous data in the parameters' own dtype (float32 or float64)
-// and allocate nothing.
+// and allocate nothing; one parallel region updates every parameter, the threads sharing each
+// one's elements.
 #include "train/optimizer.h"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/optimizer.h"
 
 namespace gradlab::train {
@@ -45,6 +51,69 @@ void check_state(const Slot& slot, const Tensor& state) {
                      std::to_string(slot.param.numel()) +
                      " (build the optimizer after converting the model)");
   }
+}
+
+// One parameter's element loop: a kernel call over [0, n) that can also run over any part of
+// it. Gathered, with every check, on the calling thread before the shared region.
+template <class T, class Step>
+struct Update {
+  T* p;
+  const T* g;
+  T* first;  // state slots, null when the optimizer keeps none
+  T* second;
+  int64_t n;
+  Step step;
+};
+
+// The updates of one step, in both element types; the vectors keep their capacity.
+template <template <class> class Step>
+struct Updates {
+  std::vector<Update<float, Step<float>>> f32;
+  std::vector<Update<double, Step<double>>> f64;
+
+  template <class T>
+  std::vector<Update<T, Step<T>>>& of() {
+    if constexpr (std::is_same_v<T, float>) {
+      return f32;
+    } else {
+      return f64;
+    }
+  }
+
+  // run(update, begin, end) on every update's elements. One parallel region for all parameters
+  // (most are below the size at which one parallel loop each would pay): each thread takes its
+  // share of every parameter. Every element is updated by one thread alone, so the results do
+  // not depend on the thread count.
+  template <class F>
+  void run(F run_part) {
+    int64_t total = 0;
+    for (const auto& u : f32) total += u.n;
+    for (const auto& u : f64) total += u.n;
+#pragma omp parallel if (total > kernels::kParallelThreshold)
+    {
+      const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+      auto share = [&](const auto& updates) {
+        for (const auto& u : updates) {
+          const int64_t begin = u.n * t / count, end = u.n * (t + 1) / count;
+          if (begin < end) run_part(u, begin, end);
+        }
+      };
+      share(f32);
+      share(f64);
+    }
+  }
+
+  // Before gathering a step's updates (a check that threw may have left some of the last's).
+  void clear() {
+    f32.clear();
+    f64.clear();
+  }
+};
+
+// A pointer moved to element `begin`, or null.
+template <class T>
+T* at(T* p, int64_t begin) {
+  return p ? p + begin : nullptr;
 }
 
 void check_lr(double lr) {
@@ -95,6 +164,7 @@ class SGD final : public StatefulOptimizer {
   void step(double lr) override {
     check_lr(lr);
     ++steps_;
+    updates_.clear();
     for (Slot& slot : slots_) {
       Tensor grad = slot.param.grad();
       if (!grad.defined()) continue;
@@ -103,11 +173,14 @@ class SGD final : public StatefulOptimizer {
         const kernels::SgdStep<T> step{static_cast<T>(-lr),
                                        static_cast<T>(slot.decay ? weight_decay_ : 0.0),
                                        static_cast<T>(momentum_), nesterov_};
-        kernels::sgd_update<T>(slot.param.data<T>(), grad.data<T>(),
-                               slot.first.defined() ? slot.first.data<T>() : nullptr,
-                               slot.param.numel(), step);
+        updates_.of<T>().push_back({slot.param.data<T>(), grad.data<T>(),
+                                    slot.first.defined() ? slot.first.data<T>() : nullptr, nullptr,
+                                    slot.param.numel(), step});
       });
     }
+    updates_.run([](const auto& u, int64_t begin, int64_t end) {
+      kernels::sgd_update(u.p + begin, u.g + begin, at(u.first, begin), end - begin, u.step);
+    });
   }
 
  private:
@@ -117,6 +190,7 @@ class SGD final : public StatefulOptimizer {
   double momentum_;
   double weight_decay_;
   bool nesterov_;
+  Updates<kernels::SgdStep> updates_;
 };
 
 // torch.optim.Adam (decoupled = false: L2, g += wd p) and torch.optim.AdamW (decoupled = true:
@@ -135,6 +209,7 @@ class Adam final : public StatefulOptimizer {
   void step(double lr) override {
     check_lr(lr);
     ++steps_;
+    updates_.clear();
     const double t = static_cast<double>(steps_);
     const double bias_correction1 = 1.0 - std::pow(beta1_, t);
     const double bias_correction2 = 1.0 - std::pow(beta2_, t);
@@ -156,10 +231,14 @@ class Adam final : public StatefulOptimizer {
                                         static_cast<T>(bias_correction2_sqrt),
                                         static_cast<T>(eps_),
                                         static_cast<T>(-step_size)};
-        kernels::adam_update<T>(slot.param.data<T>(), grad.data<T>(), slot.first.data<T>(),
-                                slot.second.data<T>(), slot.param.numel(), step);
+        updates_.of<T>().push_back({slot.param.data<T>(), grad.data<T>(), slot.first.data<T>(),
+                                    slot.second.data<T>(), slot.param.numel(), step});
       });
     }
+    updates_.run([](const auto& u, int64_t begin, int64_t end) {
+      kernels::adam_update(u.p + begin, u.g + begin, u.first + begin, u.second + begin, end - begin,
+                           u.step);
+    });
   }
 
  private:
@@ -171,6 +250,7 @@ class Adam final : public StatefulOptimizer {
   double eps_;
   double weight_decay_;
   bool decoupled_;
+  Updates<kernels::AdamStep> updates_;
 };
 
 void validate_optimizer(const OptimizerConfig& config) {

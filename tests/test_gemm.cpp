@@ -76,10 +76,12 @@ std::string describe(const Case& s) {
 std::vector<Case> cases() {
   // Rows around the 6-row tile and the 192 rows up to which B may be read in place, columns
   // around 16-lane vectors, the 64-wide panel and the 512-column group, depths around the
-  // 256-step k-block; all three sizes differ in every case.
-  const int64_t shapes[][3] = {{1, 1, 1},    {7, 3, 5},     {13, 17, 129}, {6, 64, 256},
-                               {25, 65, 31}, {5, 130, 257}, {37, 12, 64},  {64, 200, 48},
-                               {9, 48, 70},  {200, 96, 20}, {7, 530, 300}, {11, 70, 513}};
+  // 256-step k-block; from 1024 steps on, 512-step blocks in 256-column groups (the last two);
+  // all three sizes differ in every case.
+  const int64_t shapes[][3] = {{1, 1, 1},       {7, 3, 5},     {13, 17, 129}, {6, 64, 256},
+                               {25, 65, 31},    {5, 130, 257}, {37, 12, 64},  {64, 200, 48},
+                               {9, 48, 70},     {200, 96, 20}, {7, 530, 300}, {11, 70, 513},
+                               {19, 270, 1030}, {8, 33, 1537}};
   std::vector<Case> out;
   for (const auto& s : shapes)
     for (bool ta : {false, true})
@@ -114,7 +116,11 @@ TEST(Gemm, DoubleMatchesTheTripleLoopForEveryLayoutAndEdge) {
 }
 
 TEST(Gemm, FloatMatchesTheTripleLoopForEveryLayoutAndEdge) {
-  for (const Case& s : cases()) expect_matches<float>(s, 1e-5);
+  // Sums of a thousand or more float products round by more than 1e-5 of their size; the deep
+  // products' blocking is the same code for both types, checked above in double.
+  for (const Case& s : cases()) {
+    if (s.k < 1024) expect_matches<float>(s, 1e-5);
+  }
 }
 
 TEST(Gemm, EmptyDepthWritesBiasOrZerosOrKeepsC) {
@@ -135,7 +141,8 @@ TEST(Gemm, EmptyDepthWritesBiasOrZerosOrKeepsC) {
 TEST(Gemm, ThreadsDoNotChangeABit) {
   const int previous = omp_get_max_threads();
   omp_set_num_threads(2);
-  for (const Case& s : {Case{301, 70, 300, false, true}, Case{97, 45, 513, true, false}}) {
+  for (const Case& s : {Case{301, 70, 300, false, true}, Case{97, 45, 513, true, false},
+                        Case{61, 290, 1100, true, true}}) {
     const Problem<float> problem(s, 99);
     const std::vector<float> serial = problem.run(false, true, false);
     const std::vector<float> threaded = problem.run(false, true, true);

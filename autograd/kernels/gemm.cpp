@@ -21,13 +21,24 @@ constexpr int kMaxVectors = 4;
 constexpr int kRows = 4;
 constexpr int kMaxVectors = 3;
 #endif
-// k-steps per packed block: a 4-vector panel of B is then 64 KiB (float), which stays in the
-// second-level cache while row tiles of A stream past it. Every k-block reads and writes C once
-// more, so deeper blocks save C traffic on large products.
-constexpr int64_t kDepth = 256;
-// Columns of C per group: the packed k-block of B for one group (512 KiB of float) fits the
-// second-level cache however wide B is.
-constexpr int64_t kGroupColumns = 512;
+// k-steps per packed block and columns of C per group. A group's packed k-block of B (128 K
+// elements, 512 KiB of float) fits the second-level cache however wide B is, and a panel of it
+// stays there while row tiles of A stream past. Every k-block reads and writes C once more:
+// deep products (square ones, weight gradients over many rows) take blocks twice as deep in
+// groups half as wide, half the passes over C. That took square products of 2048 from 0.91-0.96
+// of OpenBLAS's rate to 0.99-1.03 on AVX-512 (1 and 2 threads, three alternated runs) and of
+// 1024 from 0.98-1.12 to 1.03-1.21; products below 1024 steps keep the blocking they had.
+struct Blocking {
+  int64_t depth, group_columns;
+};
+constexpr int64_t kDeepProduct = 1024;
+constexpr Blocking kShallow{256, 512}, kDeep{512, 256};
+static_assert(kShallow.depth * kShallow.group_columns == kDeep.depth * kDeep.group_columns);
+
+Blocking blocking_for(int64_t k) {
+  return k >= kDeepProduct ? kDeep : kShallow;
+}
+
 // Rows of A per block (a multiple of kRows): a block's k-slice stays cached while every panel
 // of the group passes over it. These three sizes were measured against 24 to 384 rows, 64 to
 // 512 k-steps and groups of 512, 1024 or all columns (same-process comparisons with Eigen's
@@ -183,10 +194,11 @@ void gemm_group(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, Matrix
   constexpr int64_t width = int64_t{kMaxVectors} * kLanes<T>;
   const int64_t panels = (n + width - 1) / width;
   thread_local std::vector<T> buffer;
-  T* const packed_b = simd::aligned_scratch(buffer, panels * kDepth * width);
+  const int64_t block_depth = blocking_for(k).depth;
+  T* const packed_b = simd::aligned_scratch(buffer, panels * block_depth * width);
   // k == 0 still runs one (empty) block, which writes bias or zeros.
-  for (int64_t k0 = 0; k0 == 0 || k0 < k; k0 += kDepth) {
-    const int64_t depth = std::min(kDepth, k - k0);
+  for (int64_t k0 = 0; k0 == 0 || k0 < k; k0 += block_depth) {
+    const int64_t depth = std::min(block_depth, k - k0);
     const bool first = k0 == 0;
     struct Panel {
       int64_t j0, cols;
@@ -202,12 +214,13 @@ void gemm_group(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, Matrix
           row_end - row_begin <= kInPlaceRows)
         return Panel{j0, cols, vectors, true, b.data + k0 * b.stride + j0, b.stride};
       return Panel{
-          j0, cols, vectors, false, packed_b + panel * kDepth * width, vectors * kLanes<T>};
+          j0, cols, vectors, false, packed_b + panel * block_depth * width, vectors * kLanes<T>};
     };
     for (int64_t panel = 0; panel < panels; ++panel) {
       const Panel p = panel_at(panel);
       if (depth > 0 && !p.in_place)
-        pack_panel<T>(b, k0, depth, p.j0, p.cols, p.vectors, packed_b + panel * kDepth * width);
+        pack_panel<T>(b, k0, depth, p.j0, p.cols, p.vectors,
+                      packed_b + panel * block_depth * width);
     }
     for (int64_t i0 = row_begin; i0 < row_end; i0 += kBlockRows) {
       const int64_t block_end = std::min(row_end, i0 + kBlockRows);
@@ -233,10 +246,11 @@ void gemm_group(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, Matrix
 template <class T>
 void gemm_rows(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, MatrixRef<T> a,
                MatrixRef<T> b, T* c, int64_t ldc, bool accumulate, const T* bias) {
-  for (int64_t j0 = 0; j0 < n; j0 += kGroupColumns) {
+  const int64_t group_columns = blocking_for(k).group_columns;
+  for (int64_t j0 = 0; j0 < n; j0 += group_columns) {
     MatrixRef<T> group_b = b;
     if (k > 0) group_b.data += b.transposed ? j0 * b.stride : j0;
-    gemm_group(row_begin, row_end, std::min(kGroupColumns, n - j0), k, a, group_b, c + j0, ldc,
+    gemm_group(row_begin, row_end, std::min(group_columns, n - j0), k, a, group_b, c + j0, ldc,
                accumulate, bias ? bias + j0 : nullptr);
   }
 }

@@ -80,10 +80,10 @@ struct Updates {
     }
   }
 
-  // run(update, begin, end) on every update's elements. One parallel region for all parameters
-  // (most are below the size at which one parallel loop each would pay): each thread takes its
-  // share of every parameter. Every element is updated by one thread alone, so the results do
-  // not depend on the thread count.
+  // run_part(update, begin, end) over every update's elements. One parallel region for all
+  // parameters (most are below the size at which a parallel loop each would pay): each thread
+  // takes its share of every parameter. Every element is updated by one thread alone, so the
+  // results do not depend on the thread count.
   template <class F>
   void run(F run_part) {
     int64_t total = 0;

@@ -192,7 +192,12 @@ template <class T>
 void gemm_group(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, MatrixRef<T> a,
                 MatrixRef<T> b, T* c, int64_t ldc, bool accumulate, const T* bias) {
   constexpr int64_t width = int64_t{kMaxVectors} * kLanes<T>;
-  const int64_t panels = (n + width - 1) / width;
+  // The columns' vectors spread evenly over the panels: with 3-vector AVX2 panels, 128 columns
+  // are panels of 3, 3, 3, 3, 2 and 2 vectors instead of five of 3 and one of 1, whose tile has
+  // too few accumulators to hide the multiply-add latency.
+  const int64_t vectors = (n + kLanes<T> - 1) / kLanes<T>;
+  const int64_t panels = (vectors + kMaxVectors - 1) / kMaxVectors;
+  const int64_t narrow_vectors = vectors / panels, wide_panels = vectors % panels;
   thread_local std::vector<T> buffer;
   const int64_t block_depth = blocking_for(k).depth;
   T* const packed_b = simd::aligned_scratch(buffer, panels * block_depth * width);
@@ -208,13 +213,14 @@ void gemm_group(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, Matrix
       int64_t stride;  // between k-steps
     };
     auto panel_at = [&](int64_t panel) {
-      const int64_t j0 = panel * width, cols = std::min(width, n - j0);
-      const int vectors = static_cast<int>((cols + kLanes<T> - 1) / kLanes<T>);
+      const int64_t panel_vectors = narrow_vectors + (panel < wide_panels ? 1 : 0);
+      const int64_t j0 = kLanes<T> * (panel * narrow_vectors + std::min(panel, wide_panels));
+      const int64_t panel_width = panel_vectors * kLanes<T>, cols = std::min(panel_width, n - j0);
+      const int v = static_cast<int>(panel_vectors);
       if (depth > 0 && !b.transposed && cols % kLanes<T> == 0 &&
           row_end - row_begin <= kInPlaceRows)
-        return Panel{j0, cols, vectors, true, b.data + k0 * b.stride + j0, b.stride};
-      return Panel{
-          j0, cols, vectors, false, packed_b + panel * block_depth * width, vectors * kLanes<T>};
+        return Panel{j0, cols, v, true, b.data + k0 * b.stride + j0, b.stride};
+      return Panel{j0, cols, v, false, packed_b + panel * block_depth * width, panel_width};
     };
     for (int64_t panel = 0; panel < panels; ++panel) {
       const Panel p = panel_at(panel);

@@ -148,8 +148,8 @@ FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const Atten
                                                             s, grad_operands);
                        break;
                      case Kernel::Heads:
-                       kernels::attention_backward<T>(g.data<T>(), operands, saved.data<T>(), d, s,
-                                                      grad_operands);
+                       kernels::attention_backward<T>(g.data<T>(), operands, saved.data<T>(), d,
+                                                      causal, s, grad_operands);
                        break;
                      case Kernel::Tiles:
                        kernels::attention_tiles_backward<T>(

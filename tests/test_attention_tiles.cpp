@@ -71,7 +71,7 @@ TEST_P(TiledAttention, EqualsThePerHeadKernel) {
   kernels::attention_forward<double>(in, d, mask, scale, want_out.data(), weights.data());
   std::vector<double> want_dq(q.size()), want_dk(k.size()), want_dv(v.size());
   kernels::attention_backward<double>(
-      g.data(), in, weights.data(), d, scale,
+      g.data(), in, weights.data(), d, c.causal, scale,
       kernels::separate_operands<double>(want_dq.data(), want_dk.data(), want_dv.data(), d));
 
   const kernels::AttentionTiles tiles{.query_rows = 3, .keys = 4};

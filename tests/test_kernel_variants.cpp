@@ -238,7 +238,7 @@ TEST(KernelVariants, AttentionKernelsAgreeWithTheBaseline) {
     if (path == 0) {
       std::vector<double> weights(d.B * d.H * d.Tq * d.Tk);
       t.attention_forward(in, d, mask, scale, r.out.data(), weights.data());
-      t.attention_backward(g.data(), in, weights.data(), d, scale, grad);
+      t.attention_backward(g.data(), in, weights.data(), d, mask.causal(), scale, grad);
     } else if (path == 1) {
       std::vector<double> lse(d.B * d.H * d.Tq);
       const AttentionTiles tiles{.query_rows = 2, .keys = 3};

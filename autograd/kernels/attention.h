@@ -16,9 +16,11 @@ void attention_forward(const AttentionOperands<const T>& in, const AttentionDims
                        const AttentionMask& mask, T scale, T* out, T* weights);
 
 // The gradients of Q, K and V into `grad` (laid out as `in`), from g = dL/dout [B, Tq, H, D],
-// the inputs and the forward's weights [B, H, Tq, Tk].
+// the inputs and the forward's weights [B, H, Tq, Tk]. Of the masks only the causal rule
+// matters here (the weights hold the rest): it lets the products skip the hidden keys.
 template <class T>
 void attention_backward(const T* g, const AttentionOperands<const T>& in, const T* weights,
-                        const AttentionDims& d, T scale, const AttentionOperands<T>& grad);
+                        const AttentionDims& d, bool causal, T scale,
+                        const AttentionOperands<T>& grad);
 
 }  // namespace gradlab::kernels

@@ -75,6 +75,12 @@ class AttentionMask {
   Shape strides_;
 };
 
+// The keys that query rows [i0, i0 + rows) may see at all: under the causal rule none past the
+// block's last row.
+inline int64_t keys_seen(const AttentionDims& d, bool causal, int64_t i0, int64_t rows) {
+  return causal ? std::min(d.Tk, i0 + rows) : d.Tk;
+}
+
 // The heads go to the OpenMP threads above this many multiply-adds of one of the two products
 // over all heads. At the copy model's size (1.6 M) a thread per half of the heads still paid
 // off; 4 M (no threads there) made the step 2-6% slower.

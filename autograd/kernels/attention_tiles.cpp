@@ -15,12 +15,6 @@ namespace {
 template <class T>
 constexpr T kMinusInf = -std::numeric_limits<T>::infinity();
 
-// The keys query rows [i0, i0 + rows) may see at all: under the causal rule none past the
-// block's last row.
-int64_t keys_seen(const AttentionDims& d, const AttentionMask& mask, int64_t i0, int64_t rows) {
-  return mask.causal() ? std::min(d.Tk, i0 + rows) : d.Tk;
-}
-
 // s [rows, cols] = Q[i0 : i0 + rows] K[j0 : j0 + cols]^T * scale, hidden entries -inf.
 template <class T>
 void scores(const T* q, int64_t q_stride, const T* k, int64_t kv_stride, const AttentionDims& d,
@@ -63,7 +57,7 @@ void attention_tiles_forward(const AttentionOperands<const T>& in, const Attenti
     T *s = s_buffer.data(), *acc = acc_buffer.data();
     T *m = max_buffer.data(), *l = sum_buffer.data();
     for (int64_t i0 = 0; i0 < d.Tq; i0 += bq) {
-      const int64_t rows = std::min(bq, d.Tq - i0), seen = keys_seen(d, mask, i0, rows);
+      const int64_t rows = std::min(bq, d.Tq - i0), seen = keys_seen(d, mask.causal(), i0, rows);
       std::fill_n(m, rows, kMinusInf<T>);
       std::fill_n(l, rows, T(0));
       std::fill_n(acc, rows * d.D, T(0));
@@ -140,7 +134,7 @@ void attention_tiles_backward(const T* g, const AttentionOperands<const T>& in, 
         std::fill_n(dq + i * grad.q_stride, d.D, T(0));
       }
       for (int64_t i0 = 0; i0 < d.Tq; i0 += bq) {
-        const int64_t rows = std::min(bq, d.Tq - i0), seen = keys_seen(d, mask, i0, rows);
+        const int64_t rows = std::min(bq, d.Tq - i0), seen = keys_seen(d, mask.causal(), i0, rows);
         for (int64_t j0 = 0; j0 < seen; j0 += bk) {
           const int64_t cols = std::min(bk, seen - j0);
           scores(q, in.q_stride, k, in.kv_stride, d, mask, scale, b, h, i0, rows, j0, cols, p, bk);

@@ -48,8 +48,9 @@ void attention_forward(const AttentionOperands<const T>& in, const AttentionDims
 
 template <class T>
 void attention_backward(const T* g, const AttentionOperands<const T>& in, const T* weights,
-                        const AttentionDims& d, T scale, const AttentionOperands<T>& grad) {
-  active<T>().attention_backward(g, in, weights, d, scale, grad);
+                        const AttentionDims& d, bool causal, T scale,
+                        const AttentionOperands<T>& grad) {
+  active<T>().attention_backward(g, in, weights, d, causal, scale, grad);
 }
 
 template <class T>

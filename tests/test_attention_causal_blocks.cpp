@@ -31,7 +31,8 @@ Run<T> run(const AttentionDims& d, bool causal_rule, bool padded) {
   const std::vector<T> q = values(d.B * d.Tq * d.H * d.D), k = values(d.B * d.Tk * d.KV * d.D),
                        v = values(d.B * d.Tk * d.KV * d.D), g = values(d.B * d.Tq * d.H * d.D);
   std::vector<uint8_t> padding(d.B * d.Tk, 0);
-  if (padded) padding[d.Tk + 3] = padding[2 * d.Tk - 1] = 1;
+  // Batch entry 0's middle key and the last entry's second key.
+  if (padded) padding[d.Tk / 2] = padding[(d.B - 1) * d.Tk + 1] = 1;
   // The causal rule as an explicit [Tq, Tk] mask: key j hidden from query i when j > i.
   std::vector<uint8_t> later(d.Tq * d.Tk);
   for (int64_t i = 0; i < d.Tq; ++i)

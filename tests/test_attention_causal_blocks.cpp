@@ -3,7 +3,7 @@
 // exact zero, so it must give the bits of the whole products, which the same rule written as an
 // explicit mask still runs: output, weights and the gradients of Q, K and V, in float and double,
 // with sequences that end inside a block, more keys than queries and fewer, grouped K/V heads
-// and key padding on top.
+// and key padding on top (one row fully masked).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -31,8 +31,9 @@ Run<T> run(const AttentionDims& d, bool causal_rule, bool padded) {
   const std::vector<T> q = values(d.B * d.Tq * d.H * d.D), k = values(d.B * d.Tk * d.KV * d.D),
                        v = values(d.B * d.Tk * d.KV * d.D), g = values(d.B * d.Tq * d.H * d.D);
   std::vector<uint8_t> padding(d.B * d.Tk, 0);
-  // Batch entry 0's middle key and the last entry's second key.
-  if (padded) padding[d.Tk / 2] = padding[(d.B - 1) * d.Tk + 1] = 1;
+  // Batch entry 0's first key (its query 0 then sees nothing: a fully masked row) and middle
+  // key, and the last entry's second key.
+  if (padded) padding[0] = padding[d.Tk / 2] = padding[(d.B - 1) * d.Tk + 1] = 1;
   // The causal rule as an explicit [Tq, Tk] mask: key j hidden from query i when j > i.
   std::vector<uint8_t> later(d.Tq * d.Tk);
   for (int64_t i = 0; i < d.Tq; ++i)

@@ -23,6 +23,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,7 @@
 
 #include "autograd/cpu.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/storage.h"
 
 #if defined(GRADLAB_HAVE_LIBXSMM)
 #include <libxsmm.h>
@@ -246,8 +248,8 @@ int main(int argc, char** argv) {
         return usage();
       }
     } catch (const std::exception&) {
-      std::fprintf(stderr, "gradlab_gemm_bench: %s %s is not a positive number (or list of them)\n", flag.c_str(),
-                   value.c_str());
+      std::fprintf(stderr, "gradlab_gemm_bench: %s %s is not a positive number (or list of them)\n",
+                   flag.c_str(), value.c_str());
       return usage();
     }
   }
@@ -287,9 +289,16 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> normal;
   for (const Shape& shape : all_shapes()) {
     if (shape.name.find(only) == std::string::npos) continue;
-    std::vector<float> a(shape.m * shape.k), b(shape.k * shape.n), c(shape.m * shape.n);
+    // Aligned as a tensor's storage is: the kernel reads B in place only when its rows are
+    // whole cache lines.
+    gradlab::Storage a_storage(sizeof(float) * shape.m * shape.k),
+        b_storage(sizeof(float) * shape.k * shape.n), c_storage(sizeof(float) * shape.m * shape.n);
+    const std::span<float> a(static_cast<float*>(a_storage.data()), shape.m * shape.k),
+        b(static_cast<float*>(b_storage.data()), shape.k * shape.n),
+        c(static_cast<float*>(c_storage.data()), shape.m * shape.n);
     for (float& x : a) x = normal(rng);
     for (float& x : b) x = normal(rng);
+    std::fill(c.begin(), c.end(), 0.0f);
     const double flops = 2.0 * double(shape.m) * double(shape.n) * double(shape.k);
     for (const int threads : thread_counts) {
       std::printf("| %s (%ld x %ld x %ld%s%s) | %d |", shape.name.c_str(), long(shape.m),

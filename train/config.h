@@ -29,10 +29,10 @@ struct RunConfig {
   double target_accuracy = 0.99;  // stop once held-out exact match reaches it; 0 disables
   uint64_t seed = 0;              // data, initialisation and dropout streams
   int64_t threads = 1;
-  double max_memory = 0;   // GiB a run may need (train/memory.h); 0: 80% of the machine's
-  std::string out_dir;     // default runs/<task>-<timestamp>
-  int64_t save_every = 0;  // 0: only the final (and best) checkpoint
-  int64_t keep = 3;        // step checkpoints kept; older ones are deleted
+  double max_memory = 0;       // GiB a run may need (train/memory.h); 0: 80% of the machine's
+  std::string out_dir;         // default runs/<task>-<timestamp>
+  int64_t save_every = 0;      // 0: only the final (and best) checkpoint
+  int64_t keep = 3;            // step checkpoints kept; older ones are deleted
   int64_t check_replicas = 0;  // several processes: compare their state every N steps (0: never)
 
   // --task text: language modelling on a text file of the user's (data/text.h).

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include "cli_runner.h"
 #include "tests/test_helpers.h"
 
 #include <bit>
@@ -85,11 +86,6 @@ void expect_same_config(const std::vector<ConfigEntry>& got, const std::vector<C
       EXPECT_EQ(got[i].second, want[i].second) << want[i].first;
     }
   }
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // Edits a saved checkpoint in place.
@@ -235,7 +231,7 @@ TEST_F(Checkpoint, SavingTwiceLeavesNoTemporaries) {
 
 TEST_F(Checkpoint, FailedSaveLeavesThePreviousFileIntact) {
   const std::string path = saved();
-  const std::string before = read_bytes(path);
+  const std::string before = testing::read_text(path);
   // A directory where the temporary file should go makes the save fail before the rename.
   const std::string temp = path + ".tmp-" + std::to_string(::getpid());
   fs::create_directory(temp);
@@ -243,7 +239,7 @@ TEST_F(Checkpoint, FailedSaveLeavesThePreviousFileIntact) {
   next.train.step = 999;
   const std::string message = error_of([&] { save_checkpoint(path, next); });
   EXPECT_TRUE(contains(message, path + ": cannot create temporary file")) << message;
-  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_EQ(testing::read_text(path), before);
   EXPECT_EQ(read_checkpoint(path).train.step, 123);
 }
 
@@ -265,7 +261,7 @@ TEST_F(Checkpoint, SaveIntoAMissingDirectoryFails) {
 
 TEST_F(Checkpoint, InvalidNamesAreRejectedBeforeAnythingIsWritten) {
   const std::string path = saved();
-  const std::string before = read_bytes(path);
+  const std::string before = testing::read_text(path);
 
   CheckpointData duplicate = sample();
   duplicate.model.push_back({"head.bias", values({5}, 0.0f)});
@@ -281,7 +277,7 @@ TEST_F(Checkpoint, InvalidNamesAreRejectedBeforeAnythingIsWritten) {
   EXPECT_TRUE(contains(error_of([&] { save_checkpoint(path, no_slot); }),
                        "/optimizer/embed.weight: name is not '<parameter>/<slot>'"));
 
-  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_EQ(testing::read_text(path), before);
   EXPECT_EQ(listing(), std::set<std::string>{"ckpt.h5"});
 }
 

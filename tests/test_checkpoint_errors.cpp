@@ -64,11 +64,6 @@ CheckpointData large() {
   return data;
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
@@ -198,7 +193,7 @@ TEST_F(CheckpointErrors, SaveOnAFullDiskIsOneLineAndKeepsThePreviousFile) {
     SKIP_UNLESS_MOUNTED(tmpfs);
     const std::string path = (mount / "ckpt.h5").string();
     save_checkpoint(path, small());
-    const std::string before = read_bytes(path);
+    const std::string before = testing::read_text(path);
 
     const std::string result = in_child([&] { save_checkpoint(path, large()); });
     const std::string temp = path + ".tmp-";
@@ -207,7 +202,7 @@ TEST_F(CheckpointErrors, SaveOnAFullDiskIsOneLineAndKeepsThePreviousFile) {
     EXPECT_TRUE(result.ends_with(": No space left on device")) << result;
     EXPECT_FALSE(contains(result, "\n")) << result;
     EXPECT_EQ(listing(mount), std::set<std::string>{"ckpt.h5"});
-    EXPECT_EQ(read_bytes(path), before);
+    EXPECT_EQ(testing::read_text(path), before);
     EXPECT_EQ(read_checkpoint(path).train.step, 3);
   }
 }
@@ -218,14 +213,14 @@ TEST_F(CheckpointErrors, SaveOnAReadOnlyFileSystemKeepsThePreviousFile) {
   SKIP_UNLESS_MOUNTED(tmpfs);
   const std::string path = (mount / "ckpt.h5").string();
   save_checkpoint(path, small());
-  const std::string before = read_bytes(path);
+  const std::string before = testing::read_text(path);
   ASSERT_TRUE(tmpfs.make_read_only()) << std::strerror(errno);
 
   const std::string result = in_child([&] { save_checkpoint(path, large()); });
   EXPECT_TRUE(result.starts_with("error: " + path + ": cannot create temporary file")) << result;
   EXPECT_TRUE(result.ends_with(": Read-only file system")) << result;
   EXPECT_EQ(listing(mount), std::set<std::string>{"ckpt.h5"});
-  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_EQ(testing::read_text(path), before);
 }
 
 // The command line: a run directory on a full file system ends `gradlab train` with exit 1 and
@@ -318,7 +313,7 @@ TEST_F(CheckpointErrors, TensorsAreStoredWithFletcher32) {
 TEST_F(CheckpointErrors, AFlippedByteInAValueIsAChecksumError) {
   const std::string path = file("ckpt.h5");
   save_checkpoint(path, small());
-  std::string bytes = read_bytes(path);
+  std::string bytes = testing::read_text(path);
   const float value = 1234.5678f;
   const std::string pattern(reinterpret_cast<const char*>(&value), sizeof value);
   const size_t at = bytes.find(pattern);

@@ -66,7 +66,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// The whole contents of a file ("" if it cannot be read).
+// The whole contents of a file, byte for byte (binary files too; "" if it cannot be read).
 std::string read_text(const std::filesystem::path& path);
 
 }  // namespace gradlab::testing

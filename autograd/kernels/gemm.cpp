@@ -152,24 +152,8 @@ void pack_panel(MatrixRef<T> b, int64_t k0, int64_t depth, int64_t j0, int64_t c
                 T* panel) {
   const int64_t width = int64_t{vectors} * kLanes<T>;
   if (b.transposed) {
-    // Column j of the panel is row j0 + j of the stored matrix. Whole kLanes x kLanes blocks go
-    // through registers (element by element, this copy was 4% of a training step); the ragged
-    // edges element by element.
-    constexpr int64_t lanes = kLanes<T>;
-    const int64_t block_cols = cols / lanes * lanes, block_depth = depth / lanes * lanes;
-    const T* src = b.data + j0 * b.stride + k0;
-    for (int64_t j = 0; j < block_cols; j += lanes) {
-      for (int64_t p = 0; p < block_depth; p += lanes) {
-        Vec<T> rows[lanes];
-        for (int64_t r = 0; r < lanes; ++r) rows[r] = load<T>(src + (j + r) * b.stride + p);
-        simd::transpose_block<T>(rows);
-        for (int64_t r = 0; r < lanes; ++r) store<T>(panel + (p + r) * width + j, rows[r]);
-      }
-    }
-    for (int64_t j = 0; j < cols; ++j) {
-      for (int64_t p = j < block_cols ? block_depth : 0; p < depth; ++p)
-        panel[p * width + j] = src[j * b.stride + p];
-    }
+    // Column j of the panel is row j0 + j of the stored matrix.
+    simd::transpose<T>(b.data + j0 * b.stride + k0, b.stride, cols, depth, panel, width);
   } else {
     for (int64_t p = 0; p < depth; ++p)
       std::copy_n(b.data + (k0 + p) * b.stride + j0, cols, panel + p * width);

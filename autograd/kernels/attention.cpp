@@ -7,7 +7,9 @@
 // [Tq, Tk] is never multiplied nor exponentiated. Each sum skips only exact zeros: the results
 // are those of the whole products, bit for bit. Forward + backward of one layer, causal, one
 // thread, best of 200 (B 12, T 64, H 4, D 32 / B 8, T 128, H 8, D 32): AVX-512 0.66 -> 0.57-0.61
-// ms / 3.7-4.1 -> 2.8-3.0 ms; AVX2 1.3-1.4 -> 0.87-0.97 ms / 8.5-8.8 -> 5.0-6.0 ms.
+// ms / 3.7-4.1 -> 2.8-3.0 ms; AVX2 1.3-1.4 -> 0.87-0.97 ms / 8.5-8.8 -> 5.0-6.0 ms. Then K^T
+// and V^T transposed once per head and the softmax in passes over groups of rows (medians of 5
+// alternated runs): AVX-512 0.57 -> 0.49 ms / 2.7 -> 2.4 ms; AVX2 0.90 -> 0.79 ms / 4.8 -> 4.4 ms.
 #include "autograd/kernels/attention.h"
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/rows.h"
+#include "autograd/kernels/simd.h"
 #include "autograd/kernels/softmax.h"
 
 namespace gradlab::kernels {
@@ -26,40 +29,91 @@ namespace {
 // set, so a row's sums keep their lanes when they stop at a block's last key.
 constexpr int64_t kQueryBlock = 16;
 
+// The [D, Tk] transpose of a head's [Tk, D] rows (K or V), in a per-thread buffer. The products
+// with K^T and V^T read it in place: packing the transposed operand inside the GEMM redid the
+// transpose for every block of query rows.
+template <class T>
+struct TransposedHead {
+  const T* data;
+  int64_t stride;
+};
+
+template <class T>
+TransposedHead<T> transpose_head(const T* rows, int64_t row_stride, const AttentionDims& d) {
+  thread_local std::vector<T> buffer;  // reused across calls: no allocation in steady state
+  const int64_t stride = (d.Tk + simd::kLanes<T> - 1) / simd::kLanes<T> * simd::kLanes<T>;
+  T* out = simd::aligned_scratch(buffer, d.D * stride);
+  simd::transpose<T>(rows, row_stride, d.Tk, d.D, out, stride);
+  return {out, stride};
+}
+
 // In place over `rows` rows of n scores of one head, from query row i0: scale, mask, then
 // softmax along each row (a fully masked row gives zeros). Only the first `keys` scores of a row
-// were computed; the causal rule hides the rest, which become zeros. With every score computed,
-// the exponentials run once over the whole block: row by row, short rows (20 to 64 scores) cost
-// more in call overhead than in arithmetic.
+// were computed; the causal rule hides the rest, which become zeros. Each pass runs over a group of
+// rows before the next starts: one row's maximum, exponentials, sum and division are a chain of
+// dependent steps (its 16 to 64 scores are a few vectors), and rows taken one at a time left the
+// core waiting on that chain.
 template <class T>
 void masked_softmax(T* w, int64_t rows, int64_t keys, int64_t n, T scale, const AttentionMask& mask,
                     int64_t b, int64_t h, int64_t i0) {
+  using simd::Vec;
+  constexpr int64_t lanes = simd::kLanes<T>, group = 8;
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < rows; ++i) {
-    T* s = w + i * n;
+  for (int64_t g0 = 0; g0 < rows; g0 += group) {
+    const int64_t count = std::min(group, rows - g0);
+    // An explicit mask is applied to the scores in place, scaled first; without one the causal
+    // rule only shortens a row, and the scale is applied as the scores are read.
+    const T read_scale = mask.has_explicit() ? T(1) : scale;
+    int64_t visible[group];
+    for (int64_t r = 0; r < count; ++r) {
+      visible[r] = mask.causal() && !mask.has_explicit() ? std::min(keys, i0 + g0 + r + 1) : keys;
+      if (!mask.has_explicit()) continue;
+      T* s = w + (g0 + r) * n;
 #pragma omp simd
-    for (int64_t j = 0; j < keys; ++j) s[j] *= scale;
-    mask.apply(s, b, h, i0 + i, 0, keys);
-    const T m = max_of(s, keys);
-    if (m == minus_inf) continue;  // fully masked: stays -inf, and exp gives zeros
-#pragma omp simd
-    for (int64_t j = 0; j < keys; ++j) s[j] -= m;
-  }
-  if (keys == n) {
-    exp_shifted(w, w, rows * n, T(0));
-  } else {
-    for (int64_t i = 0; i < rows; ++i) {
-      exp_shifted(w + i * n, w + i * n, keys, T(0));
-      std::fill(w + i * n + keys, w + (i + 1) * n, T(0));
+      for (int64_t j = 0; j < keys; ++j) s[j] *= scale;
+      mask.apply(s, b, h, i0 + g0 + r, 0, keys);
     }
-  }
-  for (int64_t i = 0; i < rows; ++i) {
-    T* s = w + i * n;
-    const T total = sum_over<T>(keys, [&](int64_t j) { return s[j]; });
-    if (total == 0) continue;  // fully masked
-    const T inv = 1 / total;
-#pragma omp simd
-    for (int64_t j = 0; j < keys; ++j) s[j] *= inv;
+    // The score j of row r, scaled; -inf past the row's end.
+    auto scaled = [&](int64_t r, int64_t j) {
+      const T* s = w + (g0 + r) * n;
+      return j + lanes <= visible[r]
+                 ? simd::load<T>(s + j) * read_scale
+                 : simd::load_partial<T>(s + j, visible[r] - j, minus_inf) * read_scale;
+    };
+    T largest[group];
+    for (int64_t r = 0; r < count; ++r) {
+      Vec<T> m = Vec<T>{} + minus_inf;
+      for (int64_t j = 0; j < visible[r]; j += lanes) {
+        const Vec<T> v = scaled(r, j);
+        m = m < v ? v : m;
+      }
+      largest[r] = simd::max_lanes<T>(m);
+    }
+    T inverse[group] = {};
+    for (int64_t r = 0; r < count; ++r) {
+      if (largest[r] == minus_inf) {
+        visible[r] = 0;  // a row with nothing to see gets zeros
+        continue;
+      }
+      T* s = w + (g0 + r) * n;
+      // Whole vectors where the row has room: lanes past `visible` hold exp(-inf) = 0, which
+      // add nothing to the sum and are the zeros the row needs there.
+      Vec<T> total{};
+      for (int64_t j = 0; j < visible[r]; j += lanes) {
+        const Vec<T> e = exp_lanes<T>(scaled(r, j) - largest[r]);
+        simd::store_first<T>(s + j, e, std::min(lanes, n - j));
+        total += e;
+      }
+      inverse[r] = 1 / simd::sum_lanes<T>(total);
+    }
+    for (int64_t r = 0; r < count; ++r) {
+      T* s = w + (g0 + r) * n;
+      for (int64_t j = 0; j < n; j += lanes) {
+        const int64_t width = std::min(lanes, n - j);
+        const Vec<T> v = j < visible[r] ? simd::load_first<T>(s + j, width) * inverse[r] : Vec<T>{};
+        simd::store_first<T>(s + j, v, width);
+      }
+    }
   }
 }
 
@@ -76,12 +130,13 @@ void attention_forward(const AttentionOperands<const T>& in, const AttentionDims
     const T* k = in.k_head(d, b, g);
     const T* v = in.v_head(d, b, g);
     T* o = head_at(out, out_stride, d.Tq, b, h, d.D);
+    const TransposedHead<T> kt = transpose_head(k, in.kv_stride, d);
     for (int64_t i0 = 0; i0 < d.Tq; i0 += block) {
       const int64_t rows = std::min(block, d.Tq - i0);
       const int64_t keys = keys_seen(d, mask.causal(), i0, block);
       T* w = weights + (bh * d.Tq + i0) * d.Tk;  // [rows, Tk]
       gemm<T>(rows, keys, d.D, {q + i0 * in.q_stride, in.q_stride, false},
-              {k, in.kv_stride, /*transposed=*/true}, w, d.Tk, false, nullptr, false);
+              {kt.data, kt.stride, false}, w, d.Tk, false, nullptr, false);
       masked_softmax(w, rows, keys, d.Tk, scale, mask, b, h, i0);
       gemm<T>(rows, d.D, keys, {w, d.Tk, false}, {v, in.kv_stride, false}, o + i0 * out_stride,
               out_stride, false, nullptr, false);
@@ -104,6 +159,7 @@ void attention_backward(const T* g, const AttentionOperands<const T>& in, const 
     const T* v = in.v_head(d, b, kvh);
     T* dk = grad.k_head(d, b, kvh);
     T* dv = grad.v_head(d, b, kvh);
+    const TransposedHead<T> vt = transpose_head(v, in.kv_stride, d);
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
       // The first head of the group writes dK and dV, the others add to them.
       const bool accumulate = h > kvh * d.group();
@@ -115,8 +171,8 @@ void attention_backward(const T* g, const AttentionOperands<const T>& in, const 
         const int64_t rows = std::min(block, d.Tq - i0), keys = keys_seen(d, causal, i0, block);
         T* ds_rows = ds + i0 * d.Tk;
         // dW = dO V^T, in ds until it becomes dS
-        gemm<T>(rows, keys, d.D, {go + i0 * g_stride, g_stride, false},
-                {v, in.kv_stride, /*transposed=*/true}, ds_rows, d.Tk, false, nullptr, false);
+        gemm<T>(rows, keys, d.D, {go + i0 * g_stride, g_stride, false}, {vt.data, vt.stride, false},
+                ds_rows, d.Tk, false, nullptr, false);
         for (int64_t i = 0; i < rows; ++i) {
           softmax_backward_row(w + (i0 + i) * d.Tk, ds_rows + i * d.Tk, ds_rows + i * d.Tk, keys, 1,
                                scale);

@@ -16,10 +16,10 @@ namespace {
 // element of A must fit in the vector registers (32 with AVX-512, 16 below it), or the
 // compiler spills them inside the innermost loop.
 #if defined(__AVX512F__)
-constexpr int kRows = 6;
+constexpr int64_t kRows = 6;
 constexpr int kMaxVectors = 4;
 #else
-constexpr int kRows = 4;
+constexpr int64_t kRows = 4;
 constexpr int kMaxVectors = 3;
 #endif
 // k-steps per packed block and columns of C per group. A group's packed k-block of B (128 K
@@ -82,35 +82,33 @@ void store_row(T* p, int64_t cols, const Vec<T>* in) {
   }
 }
 
-// One register tile: rows (<= Rows) rows by cols (<= V vectors) of c over `depth` k-steps.
+// One register tile: Rows rows by cols (<= V vectors) of c over `depth` k-steps.
 // a points at op(a)[first row, first k] in place: the next k-step is 1 element on (with
 // TransposedA, a_stride elements), the next row a_stride elements on (with TransposedA, 1).
 // b is a packed panel (depth steps of V vectors). C starts from its old values when load_c is
 // set, plus bias if not null.
 template <class T, int V, int Rows, bool TransposedA>
 void tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64_t depth, T* c,
-          int64_t ldc, int rows, int64_t cols, bool load_c, const T* bias) {
-  // Every loop over the tile's rows runs to Rows (skipping rows past `rows`): with constant
-  // trip counts the accumulators stay in registers instead of being zeroed and reloaded from
-  // the stack.
+          int64_t ldc, int64_t cols, bool load_c, const T* bias) {
+  // Every loop over the tile's rows has a constant trip count: so the accumulators stay in
+  // registers instead of being zeroed and reloaded from the stack. Each row count is its own
+  // tile: the short last tile of a block computed all of a full one's rows (reading its last
+  // row again), a third of the work wasted on attention's 16-row blocks on AVX-512.
   Vec<T> bias_row[V];
   for (int v = 0; v < V; ++v) bias_row[v] = Vec<T>{};
   if (bias) load_row<T, V>(bias, cols, bias_row);
   Vec<T> acc[Rows][V];
   for (int r = 0; r < Rows; ++r) {
     for (int v = 0; v < V; ++v) acc[r][v] = bias_row[v];
-    if (load_c && r < rows) {
+    if (load_c) {
       Vec<T> old[V];
       load_row<T, V>(c + r * ldc, cols, old);
       for (int v = 0; v < V; ++v) acc[r][v] += old[v];
     }
   }
-  // A short tile reads its last row again instead of past the end of a. With no k-steps, a may
-  // be null and is not touched.
+  // With no k-steps, a may be null and is not touched.
   const T* row[Rows];
-  for (int r = 0; r < Rows; ++r) {
-    row[r] = depth > 0 ? a + std::min(r, rows - 1) * (TransposedA ? 1 : a_stride) : a;
-  }
+  for (int r = 0; r < Rows; ++r) row[r] = depth > 0 ? a + r * (TransposedA ? 1 : a_stride) : a;
   // The tile's rows of C are written at the end: fetching them now lets that wait overlap the
   // products. In a training step C is often a buffer last touched long ago (isolated products,
   // with everything cached, are unchanged): alternating the step with and without, 1 thread,
@@ -128,14 +126,12 @@ void tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64_t de
       for (int v = 0; v < V; ++v) acc[r][v] += x * b_step[v];
     }
   }
-  for (int r = 0; r < Rows; ++r) {
-    if (r < rows) store_row<T, V>(c + r * ldc, cols, acc[r]);
-  }
+  for (int r = 0; r < Rows; ++r) store_row<T, V>(c + r * ldc, cols, acc[r]);
 }
 
 template <class T>
-using TileFn = void (*)(const T*, int64_t, const T*, int64_t, int64_t, T*, int64_t, int, int64_t,
-                        bool, const T*);
+using TileFn = void (*)(const T*, int64_t, const T*, int64_t, int64_t, T*, int64_t, int64_t, bool,
+                        const T*);
 
 // A panel narrower than kMaxVectors leaves accumulator registers free: its tall tile takes
 // more rows, as many accumulators as the widest tile (fewer are too few chains to cover the
@@ -145,11 +141,21 @@ constexpr int tall_rows(int vectors) {
   return kRows * kMaxVectors / vectors;
 }
 
+// The tile of `vectors` vectors by `rows` rows: tall_rows(vectors), or 1 to kRows.
+template <class T, bool TransposedA, int V, int R = kRows>
+TileFn<T> pick_short_tile(int rows) {
+  if (rows == R) return &tile<T, V, R, TransposedA>;
+  if constexpr (R > 1) return pick_short_tile<T, TransposedA, V, R - 1>(rows);
+  return nullptr;
+}
+
 template <class T, bool TransposedA, int V = kMaxVectors>
-TileFn<T> pick_tile(int vectors, bool tall) {
-  if (vectors == V)
-    return tall ? &tile<T, V, tall_rows(V), TransposedA> : &tile<T, V, kRows, TransposedA>;
-  if constexpr (V > 1) return pick_tile<T, TransposedA, V - 1>(vectors, tall);
+TileFn<T> pick_tile(int vectors, int rows) {
+  if (vectors == V) {
+    return rows == tall_rows(V) ? &tile<T, V, tall_rows(V), TransposedA>
+                                : pick_short_tile<T, TransposedA, V>(rows);
+  }
+  if constexpr (V > 1) return pick_tile<T, TransposedA, V - 1>(vectors, rows);
   return nullptr;
 }
 
@@ -224,24 +230,20 @@ void gemm_group(int64_t row_begin, int64_t row_end, int64_t n, int64_t k, Matrix
       const int64_t block_end = std::min(row_end, i0 + kBlockRows);
       for (int64_t panel = 0; panel < panels; ++panel) {
         const Panel p = panel_at(panel);
-        // Tall tiles while a whole one fits, then short ones (a tile computes all its rows,
-        // reading its last one again: a 24-row tile over 16 rows would waste a third).
-        const TileFn<T> tall = a.transposed ? pick_tile<T, true>(p.vectors, true)
-                                            : pick_tile<T, false>(p.vectors, true);
-        const TileFn<T> short_tile = a.transposed ? pick_tile<T, true>(p.vectors, false)
-                                                  : pick_tile<T, false>(p.vectors, false);
+        // Tall tiles while a whole one fits, then kRows-row ones, then one of the rows left.
         const int64_t tall_height = tall_rows(p.vectors);
         const T* block_bias = first && bias ? bias + p.j0 : nullptr;
         for (int64_t i = i0; i < block_end;) {
           const int64_t left = block_end - i;
-          const bool use_tall = left >= tall_height;
-          const int64_t tile_rows = use_tall ? tall_height : std::min<int64_t>(kRows, left);
+          const int64_t tile_rows = left >= tall_height ? tall_height : std::min(kRows, left);
+          const TileFn<T> fn = a.transposed
+                                   ? pick_tile<T, true>(p.vectors, static_cast<int>(tile_rows))
+                                   : pick_tile<T, false>(p.vectors, static_cast<int>(tile_rows));
           const T* a_tile = depth == 0     ? a.data
                             : a.transposed ? a.data + k0 * a.stride + i
                                            : a.data + i * a.stride + k0;
-          (use_tall ? tall : short_tile)(a_tile, a.stride, p.data, p.stride, depth,
-                                         c + i * ldc + p.j0, ldc, static_cast<int>(tile_rows),
-                                         p.cols, !first || accumulate, block_bias);
+          fn(a_tile, a.stride, p.data, p.stride, depth, c + i * ldc + p.j0, ldc, p.cols,
+             !first || accumulate, block_bias);
           i += tile_rows;
         }
       }

@@ -5,8 +5,9 @@
 // packs both operands on every call and zeroes C before accumulating into it; its GEMM was half
 // of a training step, a third of that packing. This kernel packs only B, one k-block at a time
 // (and reads it in place where copying costs more than it saves), reads A in place, keeps a
-// 6-row by 4-vector tile of C in registers, and starts the accumulators from the bias or the
-// old C, so C is never zeroed first. Design and block sizes: gemm.cpp.
+// tile of C in registers (6 rows by 4 vectors with AVX-512; narrower tiles take more rows), and
+// starts the accumulators from the bias or the old C, so C is never zeroed first. Design and
+// block sizes: gemm.cpp.
 #pragma once
 
 #include <cstdint>

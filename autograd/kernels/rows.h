@@ -4,11 +4,9 @@
 #pragma once
 
 #include <Eigen/Core>
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 #include "autograd/kernels/simd.h"
 

@@ -76,12 +76,13 @@ std::string describe(const Case& s) {
 std::vector<Case> cases() {
   // Rows around the 6-row tile and the 192 rows up to which B may be read in place, columns
   // around 16-lane vectors, the 64-wide panel and the 512-column group, depths around the
-  // 256-step k-block; from 1024 steps on, 512-step blocks in 256-column groups (the last two);
-  // all three sizes differ in every case.
+  // 256-step k-block; from 1024 steps on, 512-step blocks in 256-column groups (the 1030 and
+  // 1537 cases); one-vector-wide outputs on enough rows for their tall tiles (24 rows with
+  // AVX-512, 12 below it: the last two); all three sizes differ in every case.
   const int64_t shapes[][3] = {{1, 1, 1},       {7, 3, 5},     {13, 17, 129}, {6, 64, 256},
                                {25, 65, 31},    {5, 130, 257}, {37, 12, 64},  {64, 200, 48},
                                {9, 48, 70},     {200, 96, 20}, {7, 530, 300}, {11, 70, 513},
-                               {19, 270, 1030}, {8, 33, 1537}};
+                               {19, 270, 1030}, {8, 33, 1537}, {30, 5, 40},   {50, 8, 19}};
   std::vector<Case> out;
   for (const auto& s : shapes)
     for (bool ta : {false, true})

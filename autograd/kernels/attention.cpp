@@ -118,36 +118,6 @@ void masked_softmax(T* w, int64_t rows, int64_t keys, int64_t n, T scale, const 
   }
 }
 
-// dS = scale * W * (dW - rowsum(dW * W)) in place over `rows` rows of n (ds holds dW), the
-// first `keys` of each: softmax_backward_row's arithmetic and order of sums, bit for bit, with
-// each pass over a group of rows before the next (as masked_softmax, for the same reason).
-template <class T>
-void softmax_backward_rows(const T* w, T* ds, int64_t rows, int64_t keys, int64_t n, T scale) {
-  using simd::Vec;
-  constexpr int64_t lanes = simd::kLanes<T>, group = 8;
-  const int64_t whole = keys / lanes * lanes;
-  for (int64_t g0 = 0; g0 < rows; g0 += group) {
-    const int64_t count = std::min(group, rows - g0);
-    T dot[group];
-    for (int64_t r = 0; r < count; ++r) {
-      const T* y = w + (g0 + r) * n;
-      const T* g = ds + (g0 + r) * n;
-      Vec<T> partial{};
-      for (int64_t j = 0; j < whole; j += lanes)
-        partial += simd::load<T>(g + j) * simd::load<T>(y + j);
-      T tail = 0;
-      for (int64_t j = whole; j < keys; ++j) tail += g[j] * y[j];
-      dot[r] = simd::sum_lanes<T>(partial) + tail;
-    }
-    for (int64_t r = 0; r < count; ++r) {
-      const T* y = w + (g0 + r) * n;
-      T* g = ds + (g0 + r) * n;
-#pragma omp simd
-      for (int64_t j = 0; j < keys; ++j) g[j] = scale * y[j] * (g[j] - dot[r]);
-    }
-  }
-}
-
 }  // namespace
 
 template <class T>

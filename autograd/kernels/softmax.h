@@ -4,6 +4,7 @@
 // spaced inner apart (inner = 1 for the last axis, the common case).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -65,6 +66,29 @@ void softmax_backward_row(const E* y, const E* g, E* dx, int64_t n, int64_t stri
     for (int64_t i = 0; i < n; ++i) dot += g[i * stride] * y[i * stride];
   }
   for (int64_t i = 0; i < n; ++i) dx[i * stride] = scale * y[i * stride] * (g[i * stride] - dot);
+}
+
+// The same in place over `rows` contiguous rows of n elements (g becomes dx), on the first
+// `count` of each: all the rows' sums first, then their dx. Row by row, each short row (16-64
+// attention weights) waited on its own sum before its dx could start.
+template <class T>
+void softmax_backward_rows(const T* y, T* g, int64_t rows, int64_t count, int64_t n, T scale) {
+  constexpr int64_t group = 8;
+  for (int64_t g0 = 0; g0 < rows; g0 += group) {
+    const int64_t size = std::min(group, rows - g0);
+    T dot[group];
+    for (int64_t r = 0; r < size; ++r) {
+      const T* y_row = y + (g0 + r) * n;
+      const T* g_row = g + (g0 + r) * n;
+      dot[r] = sum_over<T>(count, [&](int64_t i) { return g_row[i] * y_row[i]; });
+    }
+    for (int64_t r = 0; r < size; ++r) {
+      const T* y_row = y + (g0 + r) * n;
+      T* g_row = g + (g0 + r) * n;
+#pragma omp simd
+      for (int64_t i = 0; i < count; ++i) g_row[i] = scale * y_row[i] * (g_row[i] - dot[r]);
+    }
+  }
 }
 
 }  // namespace gradlab::kernels

@@ -14,6 +14,9 @@
 #   ./scripts/bench.sh --scaling           only the scaling of training on several processes
 #                                          (scripts/bench_scaling.py; mpirun, about 3 minutes),
 #                                          which a full run does last
+#   ./scripts/bench.sh --isa avx2          the AVX2 path on an AVX-512 machine: both engines held
+#                                          to their AVX2 kernels; its own table in BENCHMARKS.md
+#                                          and build/bench/results/latest-avx2.*
 #
 # The workloads include a language model trained with configs/char.ini on the text of Debian's
 # fortunes packages, gradlab against the PyTorch replica scripts/char_lm_torch.py (two seeds;
@@ -35,14 +38,20 @@ fi
 
 micro=0
 scaling_only=0
+partial=0
+results=latest
 table_args=()
+previous=""
 for arg in "$@"; do
   [[ "$arg" == --benchmark_* ]] && micro=1
+  [[ "$arg" == --only* ]] && partial=1
+  [[ "$arg" == --isa=avx2 || ("$previous" == --isa && "$arg" == avx2) ]] && results=latest-avx2
   if [[ "$arg" == --scaling ]]; then
     scaling_only=1
   else
     table_args+=("$arg")
   fi
+  previous="$arg"
 done
 
 if ((micro)); then
@@ -120,11 +129,14 @@ mkdir -p build/bench/results
 if ((!scaling_only)); then
   /usr/bin/python3 scripts/bench_table.py --build build --torch-ld-path "$torch_ld_path" \
     "${lm_args[@]}" \
-    --json build/bench/results/latest.json --markdown build/bench/results/latest.md \
+    --json "build/bench/results/$results.json" --markdown "build/bench/results/$results.md" \
     --doc BENCHMARKS.md "${table_args[@]}"
 fi
 # Training on several processes: the same text (a GPL text every Debian system has, if the
-# fortunes could not be fetched), through mpirun.
+# fortunes could not be fetched), through mpirun; a full native run ends with it.
+if ((!scaling_only)) && { ((partial)) || [[ "$results" != latest ]]; }; then
+  exit 0
+fi
 if [[ -x build/bench/gradlab_allreduce_bench ]]; then
   scaling_text="$lm_text"
   [[ -s "$scaling_text" ]] || scaling_text=/usr/share/common-licenses/GPL-3

@@ -16,6 +16,11 @@ libtorch runs in two environments and the table quotes the faster one:
          that libtorch's idle OpenMP threads spin briefly and then sleep as gradlab's do
          (gradlab sets that for itself)
 gradlab always runs in the environment as it is.
+
+--isa avx2 measures the AVX2 path on a machine that has AVX-512 (as an AVX2-only processor
+would run): gradlab's kernels are held to their AVX2 variant (GRADLAB_ISA=avx2), and libtorch
+to its AVX2 kernels in both environments (ATEN_CPU_CAPABILITY=avx2, OPENBLAS_CORETYPE=Haswell).
+Its table goes to a section of its own in BENCHMARKS.md.
 """
 
 import argparse
@@ -44,6 +49,9 @@ TUNED_ENV = {
     "OMP_WAIT_POLICY": "PASSIVE",
     "GOMP_SPINCOUNT": "10000",
 }
+# Holding both engines to AVX2 (--isa avx2).
+AVX2_GRADLAB_ENV = {"GRADLAB_ISA": "avx2"}
+AVX2_TORCH_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}
 MHA_SHAPES = [(1, 3, 4, 2), (32, 64, 128, 4), (16, 128, 256, 8), (8, 256, 512, 8)]
 # Long sequences (bench_shared.h's kLongMhaShapes), each without and with the causal mask.
 LONG_MHA_SHAPES = [(8, 256, 256, 8), (4, 512, 256, 8), (2, 1024, 256, 8), (1, 2048, 256, 8),
@@ -127,8 +135,12 @@ def lscpu_model():
         text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return "unknown", os.cpu_count()
-    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    model = fields.get("Model name", "unknown").strip()
+    fields = {k.strip(): v.strip() for k, v in
+              (line.split(":", 1) for line in text.splitlines() if ":" in line)}
+    model = fields.get("Model name", "unknown")
+    if "CPU family" in fields and "Model" in fields:
+        # Model names such as "AMD EPYC" leave out the generation; family and model tell it.
+        model += f" (family {fields['CPU family']}, model {fields['Model']})"
     return model, os.cpu_count()
 
 
@@ -177,12 +189,24 @@ class Runner:
         if args.torch_ld_path:
             torch_env["LD_LIBRARY_PATH"] = os.pathsep.join(
                 p for p in [args.torch_ld_path, base.get("LD_LIBRARY_PATH", "")] if p)
-        self.envs = {"gradlab": base}
+        gradlab_env = dict(base)
+        if args.isa == "avx2":
+            gradlab_env.update(AVX2_GRADLAB_ENV)
+            torch_env.update(AVX2_TORCH_ENV)
+        self.envs = {"gradlab": gradlab_env}
         self.probe = {}
         if self.have_torch:
             self.envs["as-is"] = torch_env
             self.envs["tuned"] = self.tuned_env(torch_env)
         self.scratch = tempfile.mkdtemp(prefix="gradlab-bench-")
+
+    def gradlab_isa(self):
+        """The lines of `gradlab --version` that say which instruction set runs where."""
+        code, out, _, _, _ = run([self.gradlab_cli, "--version"], self.envs["gradlab"])
+        if code != 0:
+            return []
+        return [line.strip() for line in out.splitlines()
+                if line.startswith(("kernels:", "other code compiled for:"))]
 
     def probe_torch(self, env):
         code, out, err, _, _ = run([self.torch_bench, "--probe"], env)
@@ -192,7 +216,8 @@ class Runner:
 
     def tuned_env(self, torch_env):
         env = dict(torch_env)
-        env.pop("OPENBLAS_CORETYPE", None)
+        if self.args.isa != "avx2":
+            env.pop("OPENBLAS_CORETYPE", None)
         env.update(TUNED_ENV)
         self.probe["as-is"] = self.probe_torch(torch_env)
         detected = self.probe_torch(env)
@@ -442,6 +467,8 @@ def main():
     p.add_argument("--lm-config", default="configs/char.ini",
                    help="its configuration (default configs/char.ini)")
     p.add_argument("--lm-seeds", default="1,2", help="its seeds, one run each (default 1,2)")
+    p.add_argument("--isa", choices=["native", "avx2"], default="native",
+                   help="native: each engine's best kernels (default); avx2: both held to AVX2")
     p.add_argument("--json", help="write every sample here")
     p.add_argument("--markdown", help="write the generated section here")
     p.add_argument("--doc", help="replace the generated section of this file (BENCHMARKS.md)")
@@ -509,7 +536,9 @@ def run_all(args, runner):
             "revision": git_revision(), "machine": model, "cpus": cores,
             "load_start": load_start, "load_end": loadavg(), "have_torch": runner.have_torch,
             "probe": runner.probe, "tuned_env": getattr(runner, "tuned_settings", {}),
-            "reps": args.reps, "copy_reps": args.copy_reps}
+            "reps": args.reps, "copy_reps": args.copy_reps, "isa": args.isa,
+            "gradlab_isa": runner.gradlab_isa(),
+            "torch_isa_env": AVX2_TORCH_ENV if args.isa == "avx2" else {}}
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "results": results}, f, indent=1)
@@ -524,7 +553,8 @@ def render(meta, results):
     started = datetime.datetime.fromisoformat(meta["started"])
     cores = meta["cpus"] or 1
     section = [
-        f"Measured {started:%Y-%m-%d %H:%M %Z} by `./scripts/bench.sh` in "
+        f"Measured {started:%Y-%m-%d %H:%M %Z} by `./scripts/bench.sh"
+        + (" --isa avx2" if meta.get("isa") == "avx2" else "") + "` in "
         f"{meta['elapsed'] / 60:.1f} min.",
         "",
         f"- gradlab: commit `{meta['revision']}`"
@@ -534,6 +564,12 @@ def render(meta, results):
         f"{meta['load_start']:.1f} at the start, {meta['load_end']:.1f} at the end (the "
         "benchmark's own processes count in it).",
     ]
+    if meta.get("gradlab_isa"):
+        section += ["- Instruction sets: gradlab (`gradlab --version`): "
+                    + "; ".join(meta["gradlab_isa"]) + "."
+                    + ("" if not meta.get("torch_isa_env") else " libtorch held to AVX2: "
+                       + ", ".join(f"`{k}={v}`" for k, v in meta["torch_isa_env"].items())
+                       + " in both environments.")]
     other = meta.get("other_cpu")
     if other:
         share = other["seconds"] / (meta["elapsed"] * cores) if meta["elapsed"] > 0 else 0.0
@@ -596,7 +632,7 @@ def publish(args, meta, results):
         with open(args.markdown, "w") as f:
             f.write(text)
     if args.doc:
-        replace_section(args.doc, "bench", text)
+        replace_section(args.doc, "bench-avx2" if meta.get("isa") == "avx2" else "bench", text)
 
 
 def replace_section(path, name, text):

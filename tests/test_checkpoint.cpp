@@ -217,6 +217,27 @@ TEST_F(Checkpoint, RestoreCopiesIntoTheLiveTensors) {
   expect_identical(live, sample().model);
 }
 
+TEST_F(Checkpoint, OneImageWritesTheSameFileAtSeveralPaths) {
+  const CheckpointImage image(file("first.h5"), sample());
+  image.write_to(file("first.h5"));
+  image.write_to(file("second.h5"));
+  EXPECT_EQ(testing::read_text(file("first.h5")), testing::read_text(file("second.h5")));
+  expect_identical(read_checkpoint(file("second.h5")).model, sample().model);
+}
+
+// The in-memory file starts at an estimate of its size; metadata far beyond it (long config
+// strings) makes HDF5 grow the buffer, and the file still ends where its superblock says.
+TEST_F(Checkpoint, AFileLargerThanItsEstimateIsWhole) {
+  CheckpointData data = sample();
+  for (int i = 0; i < 8; ++i) {
+    data.config.push_back({"note" + std::to_string(i), std::string(40000, char('a' + i))});
+  }
+  const std::string path = file("large.h5");
+  save_checkpoint(path, data);
+  EXPECT_GT(fs::file_size(path), 8u * 40000u);
+  expect_same_config(read_checkpoint(path).config, data.config);
+}
+
 // --- Atomic saves ------------------------------------------------------------------------------
 
 TEST_F(Checkpoint, SavingTwiceLeavesNoTemporaries) {

@@ -125,6 +125,12 @@ TEST_F(FitTest, SavesEveryNStepsAndKeepsTheNewest) {
   }
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"best.h5", "step-000025.h5", "step-000030.h5"}));
+  // best.h5 and step 30 are written from one image of step 30; step 25 got an image of its own.
+  const fs::path run = policy.out_dir;
+  EXPECT_EQ(testing::read_text((run / "best.h5").string()),
+            testing::read_text((run / "step-000030.h5").string()));
+  EXPECT_EQ(read_checkpoint((run / "best.h5").string()).train.step, 30);
+  EXPECT_EQ(read_checkpoint((run / "step-000025.h5").string()).train.step, 25);
 }
 
 TEST_F(FitTest, PrunesOnlyTheCheckpointsItWrote) {

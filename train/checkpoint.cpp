@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -346,43 +348,94 @@ void write_train(const std::string& path, const H5::Group& root, const TrainStat
   });
 }
 
-// What the file will roughly take: the values plus 1 MiB for the metadata, so that the core
-// driver below allocates its buffer once rather than growing it step by step.
+// What the file will roughly take: the values plus room for the metadata, so that the core
+// driver below allocates its buffer once. The driver zeroes the whole buffer, so the room is
+// kept small; a file that outgrows it costs the driver a realloc by this size again.
 size_t expected_file_size(const CheckpointData& data) {
-  size_t bytes = size_t{1} << 20;
+  size_t bytes = size_t{64} << 10;
   for (const auto* tensors : {&data.model, &data.optimizer_state}) {
     for (const auto& [name, tensor] : *tensors) {
-      bytes += static_cast<size_t>(tensor.numel()) * dtype_size(tensor.dtype());
+      bytes += 1024 + static_cast<size_t>(tensor.numel()) * dtype_size(tensor.dtype());
     }
   }
   return bytes;
 }
 
-// H5Fget_file_image clears the superblock's status flags in its copy (they say "open for
-// writing") but keeps the checksum computed with them set (HDF5 1.10.8), and the copy would not
-// open: "incorrect metadata checksum". The 1.8 format's superblock (version 2, at offset 0, here
-// with 8-byte addresses and lengths) is 48 bytes, the last 4 the checksum of the others.
-void fix_superblock_checksum(std::vector<char>& image) {
-  constexpr size_t kSize = 48;
-  auto* bytes = reinterpret_cast<uint8_t*>(image.data());
-  if (image.size() < kSize || bytes[8] != 2 || bytes[9] != 8 || bytes[10] != 8) {
-    throw H5::Exception("fix_superblock_checksum", "unexpected superblock in the file image");
+// The core driver's buffer, which build_image takes over when the file closes instead of
+// letting HDF5 free it: the save writes from it, so the file is held in memory once, and the
+// bytes are those of a closed file (superblock flags clear, checksum matching).
+struct FileImage {
+  std::unique_ptr<char, decltype(&std::free)> bytes{nullptr, &std::free};
+  size_t capacity = 0;  // of the driver's buffer
+  size_t size = 0;      // of the file: the superblock's end-of-file address
+};
+
+// HDF5's file image callbacks (udata is the FileImage being built). A property list copies its
+// callbacks with their udata, hence the copy that shares it.
+void* image_malloc(size_t size, H5FD_file_image_op_t, void* udata) {
+  static_cast<FileImage*>(udata)->capacity = size;
+  return std::malloc(size);
+}
+void* image_realloc(void* ptr, size_t size, H5FD_file_image_op_t, void* udata) {
+  static_cast<FileImage*>(udata)->capacity = size;
+  return std::realloc(ptr, size);
+}
+void* image_memcpy(void* dest, const void* src, size_t size, H5FD_file_image_op_t, void*) {
+  return std::memcpy(dest, src, size);
+}
+herr_t image_free(void* ptr, H5FD_file_image_op_t op, void* udata) {
+  if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE) {
+    static_cast<FileImage*>(udata)->bytes.reset(static_cast<char*>(ptr));
+  } else {
+    std::free(ptr);
   }
-  const uint32_t sum = hdf5_checksum(bytes, kSize - 4);
-  for (size_t i = 0; i < 4; ++i) bytes[kSize - 4 + i] = static_cast<uint8_t>(sum >> (8 * i));
+  return 0;
+}
+void* share_udata(void* udata) {
+  return udata;
+}
+herr_t keep_udata(void*) {
+  return 0;
+}
+
+// The file's length from its superblock, after checking that the superblock is the one this
+// writer makes and is intact: the 1.8 format's (version 2, at offset 0, 8-byte addresses and
+// lengths) is 48 bytes: signature, version, sizes, flags, base address, extension address,
+// end-of-file address, root group address, and the checksum of the 44 bytes before it.
+size_t closed_file_size(const FileImage& image) {
+  constexpr size_t kSize = 48, kEndOfFile = 28;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(image.bytes.get());
+  if (bytes == nullptr) throw H5::Exception("H5Fclose", "the file stayed open");
+  uint32_t stored = 0;
+  uint64_t end_of_file = 0;
+  if (image.capacity >= kSize) {
+    for (size_t i = 0; i < 4; ++i) stored |= uint32_t{bytes[kSize - 4 + i]} << (8 * i);
+    for (size_t i = 0; i < 8; ++i) end_of_file |= uint64_t{bytes[kEndOfFile + i]} << (8 * i);
+  }
+  if (image.capacity < kSize || std::memcmp(bytes, "\x89HDF\r\n\x1a\n", 8) != 0 || bytes[8] != 2 ||
+      bytes[9] != 8 || bytes[10] != 8 || bytes[11] != 0 ||
+      stored != hdf5_checksum(bytes, kSize - 4) || end_of_file < kSize ||
+      end_of_file > image.capacity) {
+    throw H5::Exception("H5Fclose", "unexpected superblock in the file image");
+  }
+  return static_cast<size_t>(end_of_file);
 }
 
 // The whole file, built in memory by HDF5's core driver. Every HDF5 object is closed before the
 // file (the groups are locals of the write_* functions), and closing an in-memory file cannot
 // fail on a full disk.
-std::vector<char> build_image(const std::string& path, const CheckpointData& data) {
+FileImage build_image(const std::string& path, const CheckpointData& data) {
   const std::string item = "the file's image in memory";
+  FileImage image;
   H5::H5File file = guarded(path, item, [&] {
     // The HDF5 1.8 file format: every object header carries a checksum, so damaged metadata is
     // detected, and any HDF5 from 1.8 on (h5py, h5dump) reads the file.
     H5::FileAccPropList access;
     access.setLibverBounds(H5F_LIBVER_V18, H5F_LIBVER_V18);
     access.setCore(expected_file_size(data), false);  // memory only, never the disk
+    H5FD_file_image_callbacks_t callbacks{image_malloc, image_memcpy, image_realloc, image_free,
+                                          share_udata,  keep_udata,   &image};
+    checked(H5Pset_file_image_callbacks(access.getId(), &callbacks), "H5Pset_file_image_callbacks");
     // The 1.8 format indexes chunks with a B-tree whose nodes are sized for 2 * 32 chunks by
     // default; each tensor has one chunk, so the smallest nodes keep the file small.
     H5::FileCreatPropList create;
@@ -397,15 +450,11 @@ std::vector<char> build_image(const std::string& path, const CheckpointData& dat
   write_model(path, file, data.model);
   write_optimizer(path, file, data);
   write_train(path, file, data.train);
-  return guarded(path, item, [&] {
-    file.flush(H5F_SCOPE_LOCAL);
-    const ssize_t size = checked(H5Fget_file_image(file.getId(), nullptr, 0), "H5Fget_file_image");
-    std::vector<char> image(static_cast<size_t>(size));
-    checked(H5Fget_file_image(file.getId(), image.data(), image.size()), "H5Fget_file_image");
-    fix_superblock_checksum(image);
+  guarded(path, item, [&] {
     file.close();
-    return image;
+    image.size = closed_file_size(image);
   });
+  return image;
 }
 
 // ---- Reading -----------------------------------------------------------------------------
@@ -999,15 +1048,25 @@ CheckpointData read_all(const std::string& path, const ExpectedTensors* expected
 // full disk, an exceeded quota or a failing device is one errno from write() or close(): HDF5
 // 1.10 does not survive a failed write in its own close (a full disk ended in SIGSEGV inside
 // H5Fclose). The price is about twice the file's size in memory while saving.
-void save_checkpoint(const std::string& path, const CheckpointData& data) {
+CheckpointImage::CheckpointImage(const std::string& path, const CheckpointData& data)
+    : bytes_(nullptr, &std::free) {
   quiet_hdf5();
   check_savable(path, data);
-  const std::vector<char> image = build_image(path, data);
+  FileImage image = build_image(path, data);
+  bytes_.reset(image.bytes.release());
+  size_ = image.size;
+}
+
+void CheckpointImage::write_to(const std::string& path) const {
   try {
-    replace_file_bytes(path, image.data(), image.size());
+    replace_file_bytes(path, bytes_.get(), size_);
   } catch (const FileError& e) {
     throw CheckpointError(e.what());
   }
+}
+
+void save_checkpoint(const std::string& path, const CheckpointData& data) {
+  CheckpointImage(path, data).write_to(path);
 }
 
 CheckpointData read_checkpoint(const std::string& path, const ExpectedTensors& expected) {

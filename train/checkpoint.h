@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,6 +64,21 @@ struct CheckpointData {
 // is written, and for a failed write (full disk, quota, read-only or failing device) with the
 // system's reason; the temporary file is removed and the previous file at path stays intact.
 void save_checkpoint(const std::string& path, const CheckpointData& data);
+
+// A checkpoint file's bytes, built in memory once and written to one path or several: the
+// training loop writes best.h5 and the step checkpoint of the same step from one image.
+// save_checkpoint(path, data) is CheckpointImage(path, data).write_to(path).
+class CheckpointImage {
+ public:
+  // Throws CheckpointError naming path (only named, not touched) for an invalid name.
+  CheckpointImage(const std::string& path, const CheckpointData& data);
+  // Writes the bytes to path atomically, with save_checkpoint's guarantees and errors.
+  void write_to(const std::string& path) const;
+
+ private:
+  std::unique_ptr<char, void (*)(void*)> bytes_;
+  size_t size_ = 0;
+};
 
 // Reads and validates the whole file: format, version, every group, attribute and dataset (type,
 // rank, size, storage), and that each /optimizer/<parameter> names a /model dataset, all before

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "autograd/format.h"
@@ -65,9 +66,15 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
   if (writer) fs::create_directories(policy.out_dir);
   DivergenceWatch watch(global_norm(trainer.model().parameters()));
   std::string last_saved;
+  // The image of the current step's state, kept until the next step: a step that saves best.h5
+  // and its step checkpoint builds the file once.
+  std::optional<CheckpointImage> image;
   auto save = [&](const std::string& path) {
     watch.check_parameters(trainer.step(), global_norm(trainer.model().parameters()));
-    if (writer) save_checkpoint(path, trainer.checkpoint());
+    if (writer) {
+      if (!image) image.emplace(path, trainer.checkpoint());
+      image->write_to(path);
+    }
     last_saved = path;
     observer.on_checkpoint(trainer.step(), path);
   };
@@ -88,6 +95,7 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
   try {
     while (trainer.step() < policy.steps && !reached &&
            !(requested = group.any(observer.should_stop()))) {
+      image.reset();
       result.last_step = trainer.train_step();
       const int64_t step = trainer.step();
       if (policy.check_replicas_every > 0 && step % policy.check_replicas_every == 0) {

@@ -1,7 +1,7 @@
 // HDF5's metadata checksum: Jenkins' lookup3 hashlittle() with initial value 0, as the HDF5 file
 // format stores it (little-endian) after the superblock, object headers, heaps and B-trees. The
-// checkpoint writer repairs a file image's superblock with it (checkpoint.cpp), the fuzzer
-// mutated metadata (fuzz/hdf5_checksums.h).
+// checkpoint writer checks the superblock of the file it built with it (checkpoint.cpp), the
+// fuzzer repairs mutated metadata (fuzz/hdf5_checksums.h).
 #pragma once
 
 #include <cstddef>

@@ -133,6 +133,29 @@ TEST_F(FitTest, SavesEveryNStepsAndKeepsTheNewest) {
   EXPECT_EQ(read_checkpoint((run / "step-000025.h5").string()).train.step, 25);
 }
 
+// A language model's score is its negated loss, below the -1 a run starts from: its first
+// evaluation must still write best.h5.
+TEST_F(FitTest, TheFirstEvaluationWritesBestAlsoWhenRankedByLoss) {
+  TempDir dir;
+  Trainer trainer(small_config());
+  LoopPolicy policy;
+  policy.steps = 10;
+  policy.eval_every = 5;
+  policy.target_accuracy = 0;
+  policy.best_by_loss = true;
+  policy.out_dir = dir.file("run");
+  Recorder seen;
+  const FitResult result = fit(trainer, policy, seen);
+  ASSERT_GT(result.last_metrics.loss, 1.0);  // a score below -1 at every evaluation
+  ASSERT_FALSE(seen.checkpoints.empty());
+  EXPECT_EQ(seen.checkpoints.front(), "best.h5");
+  EXPECT_EQ(trainer.best_step(), 10);
+  EXPECT_EQ(read_checkpoint((fs::path(policy.out_dir) / "best.h5").string()).train.step, 10);
+  const auto saved_at_5 = std::find(seen.events.begin(), seen.events.end(), "checkpoint 5");
+  ASSERT_NE(saved_at_5, seen.events.end());
+  EXPECT_LT(std::find(seen.events.begin(), seen.events.end(), "evaluation 5"), saved_at_5);
+}
+
 TEST_F(FitTest, PrunesOnlyTheCheckpointsItWrote) {
   TempDir dir;
   const std::string out = dir.file("run");

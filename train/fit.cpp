@@ -106,12 +106,9 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
       if (step % policy.eval_every == 0 || step == policy.steps) {
         result.last_metrics = trainer.evaluate();
         observer.on_evaluation(step, result.last_step, result.last_metrics);
-        const double previous_best = trainer.best_metric();
-        trainer.record_metric(policy.best_by_loss ? -result.last_metrics.loss
-                                                  : result.last_metrics.exact_match);
-        if (saving && trainer.best_metric() > previous_best) {
-          save((fs::path(policy.out_dir) / "best.h5").string());
-        }
+        const bool best = trainer.record_metric(
+            policy.best_by_loss ? -result.last_metrics.loss : result.last_metrics.exact_match);
+        if (saving && best) save((fs::path(policy.out_dir) / "best.h5").string());
         reached =
             policy.target_accuracy > 0 && result.last_metrics.exact_match >= policy.target_accuracy;
       }

@@ -350,12 +350,12 @@ void Trainer::check_replicas() {
   }
 }
 
-void Trainer::record_metric(double metric) {
+bool Trainer::record_metric(double metric) {
   // best_step_ 0 means no evaluation yet: a negated loss is below the stored -1 placeholder.
-  if (best_step_ == 0 || metric > best_metric_) {
-    best_metric_ = metric;
-    best_step_ = step_;
-  }
+  if (best_step_ != 0 && metric <= best_metric_) return false;
+  best_metric_ = metric;
+  best_step_ = step_;
+  return true;
 }
 
 CheckpointData Trainer::checkpoint() const {

@@ -152,8 +152,8 @@ class Trainer {
   double best_metric() const { return best_metric_; }
   int64_t best_step() const { return best_step_; }
   // Updates the best so far with an evaluation's score (higher is better; fit passes the exact
-  // match, or the negated loss).
-  void record_metric(double metric);
+  // match, or the negated loss). True when the score is the new best (always at the first).
+  bool record_metric(double metric);
 
   CheckpointData checkpoint() const;
   // Restores model, optimizer and loop state from a checkpoint written for this run.

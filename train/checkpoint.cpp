@@ -1047,7 +1047,7 @@ CheckpointData read_all(const std::string& path, const ExpectedTensors* expected
 // HDF5 builds the file in memory and plain POSIX calls write it (replace_file_bytes), so that a
 // full disk, an exceeded quota or a failing device is one errno from write() or close(): HDF5
 // 1.10 does not survive a failed write in its own close (a full disk ended in SIGSEGV inside
-// H5Fclose). The price is about twice the file's size in memory while saving.
+// H5Fclose). The price is the file's size in memory while saving (build_image's FileImage).
 CheckpointImage::CheckpointImage(const std::string& path, const CheckpointData& data)
     : bytes_(nullptr, &std::free) {
   quiet_hdf5();

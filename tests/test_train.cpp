@@ -417,6 +417,23 @@ TEST_F(TrainTest, CliDivergenceSavesNothingFromTheDivergedState) {
   }
 }
 
+// The best score so far: the first evaluation always sets it (a negated loss is below the -1
+// a trainer starts from), later ones only when strictly higher; a NaN score never does.
+TEST_F(TrainTest, RecordMetricKeepsTheBestAndNeverANan) {
+  Trainer trainer(small_config());
+  trainer.train_step();
+  EXPECT_TRUE(trainer.record_metric(-2.5));
+  EXPECT_EQ(trainer.best_metric(), -2.5);
+  EXPECT_EQ(trainer.best_step(), 1);
+  trainer.train_step();
+  EXPECT_FALSE(trainer.record_metric(-2.5));
+  EXPECT_FALSE(trainer.record_metric(std::nan("")));
+  EXPECT_EQ(trainer.best_metric(), -2.5);
+  EXPECT_EQ(trainer.best_step(), 1);
+  EXPECT_TRUE(trainer.record_metric(-2.0));
+  EXPECT_EQ(trainer.best_step(), 2);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 5. Data determinism.
 

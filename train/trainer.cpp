@@ -352,7 +352,8 @@ void Trainer::check_replicas() {
 
 bool Trainer::record_metric(double metric) {
   // best_step_ 0 means no evaluation yet: a negated loss is below the stored -1 placeholder.
-  if (best_step_ != 0 && metric <= best_metric_) return false;
+  // Written as "not better" so that a NaN score never replaces a best one.
+  if (best_step_ != 0 && !(metric > best_metric_)) return false;
   best_metric_ = metric;
   best_step_ = step_;
   return true;

@@ -19,14 +19,21 @@ constexpr IsaNames kAll[] = {{Isa::baseline, "SSE2", "baseline"},
                              {Isa::avx2, "AVX2", "avx2"},
                              {Isa::avx512, "AVX-512", "avx512"}};
 
-// The x86-64-v3 features __builtin_cpu_supports does not name in every compiler: MOVBE and F16C
-// (CPUID leaf 1, ECX bits 22 and 29) and LZCNT (leaf 0x80000001, ECX bit 5).
-bool has_movbe_f16c_lzcnt() {
+// Bit `bit` of ECX of CPUID leaf `leaf`, for the features __builtin_cpu_supports does not name in
+// every compiler.
+bool cpuid_ecx_bit(unsigned leaf, int bit) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-  const bool movbe_f16c = (ecx >> 22 & 1) && (ecx >> 29 & 1);
-  if (!__get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx)) return false;
-  return movbe_f16c && (ecx >> 5 & 1);
+  return __get_cpuid(leaf, &eax, &ebx, &ecx, &edx) && (ecx >> bit & 1);
+}
+
+// x86-64-v3's MOVBE and F16C (leaf 1, bits 22 and 29) and LZCNT (leaf 0x80000001, bit 5).
+bool has_movbe_f16c_lzcnt() {
+  return cpuid_ecx_bit(1, 22) && cpuid_ecx_bit(1, 29) && cpuid_ecx_bit(0x80000001, 5);
+}
+
+// PREFETCHW (leaf 0x80000001, bit 8), which the AVX-512 variant is compiled with.
+bool has_prefetchw() {
+  return cpuid_ecx_bit(0x80000001, 8);
 }
 
 }  // namespace
@@ -48,7 +55,7 @@ Isa processor_isa() {
                     has_movbe_f16c_lzcnt();
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("avx512vl");
+                      __builtin_cpu_supports("avx512vl") && has_prefetchw();
   if (avx2 && avx512) return Isa::avx512;
   return avx2 ? Isa::avx2 : Isa::baseline;
 }

@@ -13,7 +13,7 @@ namespace gradlab {
 enum class Isa {
   baseline,  // x86-64: SSE2, 16-byte vectors; runs on every x86-64 processor
   avx2,      // x86-64-v3: AVX2 with FMA, 32-byte vectors
-  avx512,    // x86-64-v4: AVX-512 F, BW, CD, DQ and VL, 64-byte vectors
+  avx512,    // x86-64-v4 and PREFETCHW: AVX-512 F, BW, CD, DQ and VL, 64-byte vectors
 };
 
 // "SSE2", "AVX2", "AVX-512": for people.

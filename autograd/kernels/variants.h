@@ -1,10 +1,10 @@
 // The kernels' variants, one per instruction set. Every kernels/*.cpp is compiled once for each
-// Isa (autograd/CMakeLists.txt: -march=x86-64, x86-64-v3, x86-64-v4) and linked into one object
-// per variant in which every symbol but that variant's table is made local, so that no code
-// compiled for one instruction set (not even an inlined std:: or Eigen function) can stand in
-// for another's. The entry points the kernel headers declare are defined in dispatch.cpp as
-// calls through the table of kernel_isa()'s variant. Internal to autograd/ (and its tests,
-// which compare the variants).
+// Isa (autograd/CMakeLists.txt: -march=x86-64, x86-64-v3, x86-64-v4 -mprfchw) and linked into
+// one object per variant in which every symbol but that variant's table is made local, so that
+// no code compiled for one instruction set (not even an inlined std:: or Eigen function) can
+// stand in for another's. The entry points the kernel headers declare are defined in
+// dispatch.cpp as calls through the table of kernel_isa()'s variant. Internal to autograd/ (and
+// its tests, which compare the variants).
 #pragma once
 
 #include <type_traits>

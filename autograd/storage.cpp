@@ -1,7 +1,11 @@
 // Aligned tensor buffers, recycled through a size-keyed pool.
 #include "autograd/storage.h"
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -51,13 +55,29 @@ class Pool {
     ::operator delete(p, kAlignment);
   }
 
-  void clear() {
-    std::lock_guard lock(mutex_);
-    for (auto& [size, blocks] : free_) {
-      for (void* p : blocks) ::operator delete(p, kAlignment);
+  // Largest buffers first: the fewest buffers give the bytes back, and whole pages of them.
+  size_t release_cached(size_t at_least) {
+    size_t released = 0;
+    {
+      std::lock_guard lock(mutex_);
+      std::vector<size_t> sizes;
+      for (const auto& [size, blocks] : free_) sizes.push_back(size);
+      std::sort(sizes.begin(), sizes.end(), std::greater<>());
+      for (size_t size : sizes) {
+        std::vector<void*>& blocks = free_[size];
+        while (!blocks.empty() && released < at_least) {
+          ::operator delete(blocks.back(), kAlignment);
+          blocks.pop_back();
+          released += size;
+        }
+        if (blocks.empty()) free_.erase(size);
+      }
+      stats_.cached_bytes -= released;
     }
-    free_.clear();
-    stats_.cached_bytes = 0;
+    // glibc keeps freed heap memory mapped; trimming hands its free pages back to the kernel,
+    // which is the point of releasing.
+    if (released > 0) malloc_trim(0);
+    return released;
   }
 
   StorageStats stats() {
@@ -101,8 +121,8 @@ StorageStats storage_stats() {
   return pool().stats();
 }
 
-void release_cached_storage() {
-  pool().clear();
+size_t release_cached_storage(size_t at_least) {
+  return pool().release_cached(at_least);
 }
 
 }  // namespace gradlab

@@ -44,7 +44,10 @@ struct StorageStats {
 };
 
 StorageStats storage_stats();
-// Returns every cached buffer to the system.
-void release_cached_storage();
+// Returns cached buffers to the system, largest first, until at least `at_least` bytes are
+// released or none is left (by default all of them); returns the bytes released. Memory the
+// process is about to need outside tensors (a checkpoint's file image) can come out of the
+// pool this way instead of adding to the process's peak.
+size_t release_cached_storage(size_t at_least = SIZE_MAX);
 
 }  // namespace gradlab

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "autograd/storage.h"
 
 namespace gradlab::train {
 namespace {
@@ -236,6 +237,28 @@ TEST_F(Checkpoint, AFileLargerThanItsEstimateIsWhole) {
   save_checkpoint(path, data);
   EXPECT_GT(fs::file_size(path), 8u * 40000u);
   expect_same_config(read_checkpoint(path).config, data.config);
+}
+
+// Between training steps the step's buffers sit idle in the tensor pool; a save gives back
+// enough of them for the file it builds, so it adds nothing to a run's peak memory, and keeps
+// the rest for the next step.
+TEST_F(Checkpoint, BuildingAFileReturnsCachedTensorBuffersFirst) {
+  CheckpointData data = sample();
+  data.model.emplace_back("large", values({256, 1024}, 5.0f));  // 1 MiB of values
+  release_cached_storage();
+  {
+    std::vector<Tensor> step;  // six 2 MiB buffers, released into the pool
+    for (int i = 0; i < 6; ++i) step.push_back(Tensor::zeros({512, 1024}));
+  }
+  const size_t cached = storage_stats().cached_bytes;
+  ASSERT_EQ(cached, size_t{12} << 20);
+
+  const std::string path = file("pooled.h5");
+  CheckpointImage(path, data).write_to(path);
+  const size_t given_back = cached - storage_stats().cached_bytes;
+  EXPECT_GE(given_back, 2 * fs::file_size(path));
+  EXPECT_LT(given_back, cached);
+  expect_identical(read_checkpoint(path).model, data.model);
 }
 
 // --- Atomic saves ------------------------------------------------------------------------------

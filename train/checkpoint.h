@@ -67,7 +67,9 @@ void save_checkpoint(const std::string& path, const CheckpointData& data);
 
 // A checkpoint file's bytes, built in memory once and written to one path or several: the
 // training loop writes best.h5 and the step checkpoint of the same step from one image.
-// save_checkpoint(path, data) is CheckpointImage(path, data).write_to(path).
+// save_checkpoint(path, data) is CheckpointImage(path, data).write_to(path). Building it first
+// returns cached tensor buffers worth twice the file's expected size to the system
+// (release_cached_storage), so the save does not add to a training run's peak memory.
 class CheckpointImage {
  public:
   // Throws CheckpointError naming path (only named, not touched) for an invalid name.

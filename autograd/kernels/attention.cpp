@@ -5,12 +5,7 @@
 // Causal attention runs in blocks of kQueryBlock query rows: a block's products stop at the last
 // key its rows see, and key j's gradients sum over the queries from j on, so the hidden half of
 // [Tq, Tk] is never multiplied nor exponentiated. Each sum skips only exact zeros: the results
-// are those of the whole products, bit for bit. Forward + backward of one layer, causal, one
-// thread, best of 200 (B 12, T 64, H 4, D 32 / B 8, T 128, H 8, D 32): AVX-512 0.66 -> 0.57-0.61
-// ms / 3.7-4.1 -> 2.8-3.0 ms; AVX2 1.3-1.4 -> 0.87-0.97 ms / 8.5-8.8 -> 5.0-6.0 ms. Then K^T
-// and V^T transposed once per head and the softmax in passes over groups of rows (medians of 5
-// alternated runs): AVX-512 0.57 -> 0.49 ms / 2.7 -> 2.4 ms; AVX2 0.90 -> 0.79 ms / 4.8 -> 4.4 ms.
-// The backward's softmax rows in groups too: AVX-512 backward 0.27 -> 0.25 ms, AVX2 unchanged.
+// are those of the whole products, bit for bit.
 #include "autograd/kernels/attention.h"
 
 #include <algorithm>

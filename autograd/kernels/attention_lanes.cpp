@@ -24,11 +24,10 @@ using simd::Vec;
 // Vectors per register block in the two product loops: that many independent accumulators
 // keep both FMA units busy (each FMA waits 4 cycles for its previous result).
 constexpr int64_t kBlock = 8;
-// The problems the lane kernel takes. Against the per-head GEMM, forward and backward of causal
-// self-attention, one thread: at 16 dimensions per head the lanes took 0.6-0.9 of the time up to
-// 64 keys; at 32 dimensions 0.6-0.8 on 10 and 20 keys, the same on 32, 1.1-1.2 on 48 and 64; at
-// 64 dimensions about the same on 20 keys. Bounding Tq x Tk keeps the backward's weight arrays
-// (Tq x Tk vectors each) in the second-level cache.
+// The problems the lane kernel takes: those where it beats the per-head GEMM on forward and
+// backward of causal self-attention (short sequences of narrow heads; the limits follow the
+// measurement in BENCHMARKS.md, "Attention"). Bounding Tq x Tk keeps the backward's weight
+// arrays (Tq x Tk vectors each) in the second-level cache.
 constexpr int64_t kMaxKeys = 64;
 constexpr int64_t kMaxKeyElements = 1024;  // Tk x D
 constexpr int64_t kMaxScores = 4096;       // Tq x Tk
@@ -60,8 +59,7 @@ struct Group {
 // What the forward keeps of each lane group for the backward, in lanes: Q [Tq, Dp], K and V
 // [Tkp, Dp] and the weights [Tq, Tkp]. The products read K and V up to the block after row Tk
 // (those rows zero), the weights up to the visible keys (zero from there to Tk, where a caller
-// may read them out); the padding past that is never used, and filling it with zeros was 1.3%
-// of a training step.
+// may read them out); the padding past that is never used, so it is not zeroed.
 template <class T>
 struct Saved {
   Vec<T>*q, *k, *v, *w;

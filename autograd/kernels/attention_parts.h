@@ -82,8 +82,8 @@ inline int64_t keys_seen(const AttentionDims& d, bool causal, int64_t i0, int64_
 }
 
 // The heads go to the OpenMP threads above this many multiply-adds of one of the two products
-// over all heads. At the copy model's size (1.6 M) a thread per half of the heads still paid
-// off; 4 M (no threads there) made the step 2-6% slower.
+// over all heads. At the copy model's size (1.6 M) a thread per half of the heads still pays
+// off; a threshold above it leaves that step slower.
 constexpr int64_t kAttentionParallelFlops = 1 << 16;
 
 inline bool attention_worth_threads(const AttentionDims& d) {

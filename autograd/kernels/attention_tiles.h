@@ -27,16 +27,14 @@ namespace gradlab::kernels {
 // from 256 keys, where skipping the tiles above the diagonal already pays for recomputing the
 // weights in the backward (seven products of Tq x Tk x D instead of the per-head kernel's six);
 // without it from 1024 keys, where the per-head kernel's [Tq, Tk] weights start to cost more
-// memory than the recomputation costs time. Measured forward + backward, one thread, C = 256
-// with 8 heads (tests pin the rule, BENCHMARKS.md has the table): causal 0.99 of the per-head
-// kernel's time at T = 256, 0.86 at 512, 0.74 at 1024; without the mask 1.12 at 256, 1.09 at
-// 1024, 1.0 at 2048 and 0.24 at 4096, where the per-head kernel's weights (512 MiB) no longer
-// stay in any cache.
+// memory than the recomputation costs time, and at 4096 keys (512 MiB of weights at C = 256 with
+// 8 heads) no longer stay in any cache. The crossovers are measured (BENCHMARKS.md, "Attention";
+// tests pin the rule).
 bool attention_tiles_fit(const AttentionDims& d, bool causal);
 
 // Query rows and keys per tile: a 128 x 256 float tile of scores is 128 KiB, next to the same
-// of its gradient, in the second-level cache (64 x 128 and 128 x 128 took 2-7% longer, 64 x 64
-// up to 10%). Tests pass small ones so that small problems cross many tiles.
+// of its gradient, in the second-level cache; smaller tiles measured slower. Tests pass small
+// ones so that small problems cross many tiles.
 struct AttentionTiles {
   int64_t query_rows = 128;
   int64_t keys = 256;

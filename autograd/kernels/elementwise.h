@@ -13,14 +13,12 @@ namespace gradlab::kernels {
 
 // Below this many elements an OpenMP fork (and waking a second thread that may be busy
 // elsewhere) costs more than a memory-bound loop gains from it. At 2^16 the copy model's
-// activations (64 x 20 x 64 floats) split; a 2-thread training step took 5-8% less than at 2^18
-// in two comparisons of alternating runs.
+// activations (64 x 20 x 64 floats) split, which pays on two threads.
 constexpr int64_t kParallelThreshold = 1 << 16;
 
 // body(begin, end) over [0, n): on the calling thread, or in equal contiguous chunks across
 // the OpenMP threads above kParallelThreshold. The element loops inside are plain loops that g++
-// vectorises; written as one `omp parallel for simd`, it left them scalar (an add of 82 K floats
-// took 39 us instead of 24).
+// vectorises; written as one `omp parallel for simd`, it left them scalar.
 template <class Body>
 void for_chunks(int64_t n, Body body) {
   if (n <= kParallelThreshold) return body(int64_t{0}, n);

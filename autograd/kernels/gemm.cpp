@@ -26,9 +26,8 @@ constexpr int kMaxVectors = 3;
 // elements, 512 KiB of float) fits the second-level cache however wide B is, and a panel of it
 // stays there while row tiles of A stream past. Every k-block reads and writes C once more:
 // deep products (square ones, weight gradients over many rows) take blocks twice as deep in
-// groups half as wide, half the passes over C. That took square products of 2048 from 0.91-0.96
-// of OpenBLAS's rate to 0.99-1.03 on AVX-512 (1 and 2 threads, three alternated runs) and of
-// 1024 from 0.98-1.12 to 1.03-1.21; products below 1024 steps keep the blocking they had.
+// groups half as wide, half the passes over C (BENCHMARKS.md, "Matrix products", has the
+// comparison); shallower products keep the shallow blocking.
 struct Blocking {
   int64_t depth, group_columns;
 };
@@ -110,13 +109,12 @@ void tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64_t de
   const T* row[Rows];
   for (int r = 0; r < Rows; ++r) row[r] = depth > 0 ? a + r * (TransposedA ? 1 : a_stride) : a;
   // The tile's rows of C are written at the end: fetching them now lets that wait overlap the
-  // products. In a training step C is often a buffer last touched long ago (isolated products,
-  // with everything cached, are unchanged): alternating the step with and without, 1 thread,
-  // the median round took 0.93-0.98 of the time.
+  // products. In a training step C is often a buffer last touched long ago, so the fetch pays
+  // there even though isolated products, with everything cached, gain nothing from it.
   for (int r = 0; r < Rows; ++r) {
     for (int v = 0; v < V; ++v) __builtin_prefetch(c + r * ldc + v * kLanes<T>, 1);
   }
-  // Unrolled: loop overhead is visible next to 24 FMAs per step (about 5% at K = 64).
+  // Unrolled: loop overhead is visible next to 24 FMAs per step, most at small K.
 #pragma GCC unroll 4
   for (int64_t p = 0; p < depth; ++p) {
     Vec<T> b_step[V];
@@ -136,7 +134,6 @@ using TileFn = void (*)(const T*, int64_t, const T*, int64_t, int64_t, T*, int64
 // A panel narrower than kMaxVectors leaves accumulator registers free: its tall tile takes
 // more rows, as many accumulators as the widest tile (fewer are too few chains to cover the
 // multiply-add latency: 4 x 2 on AVX2, 6 x 2 on AVX-512, as attention's D = 32 products are).
-// Taking them lifted the char model's 128-column products on one AVX2 thread by 2-13%.
 constexpr int tall_rows(int vectors) {
   return kRows * kMaxVectors / vectors;
 }

@@ -16,8 +16,8 @@ namespace gradlab::kernels {
 
 // Matrix products below this many multiply-adds (about 40 us on one core) run on one thread:
 // waking the sleeping second thread and joining it costs 11-23 us. At 2^22 the copy model's
-// attention projections (1280 x 64 x 64, 1280 x 192 x 64) split; a 2-thread step took 4-9% less
-// than at 2^24, and 2^21 gained no more.
+// attention projections (1280 x 64 x 64, 1280 x 192 x 64) split; a lower threshold gains nothing
+// more.
 constexpr int64_t kParallelGemmFlops = 1 << 22;
 
 // A matrix operand in row-major storage: element (i, j) of op(X) is

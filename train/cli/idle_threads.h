@@ -12,8 +12,7 @@ namespace gradlab::cli {
 // training step measured 2-3x slower at 2 threads than at 1. Sleeping at once has its own cost
 // there: waking a sleeping thread took 40-50 us per parallel region. A short spin (kIdleSpinCount
 // rounds, well under a millisecond) keeps a thread awake across the short gaps between regions
-// and lets it sleep through long ones: a 2-thread training step took 6-12% less than with no
-// spin (medians and minima of 20 alternating runs).
+// and lets it sleep through long ones, which a 2-thread training step gains from.
 //
 // libgomp reads these settings once, from OMP_WAIT_POLICY and GOMP_SPINCOUNT, before main()
 // runs; so when OMP_WAIT_POLICY is unset, this sets it to PASSIVE (and GOMP_SPINCOUNT, unless

@@ -12,9 +12,11 @@
 #      instruction set included (each runs where the processor has it: tests/CMakeLists.txt).
 #      Without MPI (GRADLAB_MPI=OFF): Open MPI's own allocations would fail the leak check; the
 #      tests that start gradlab under mpirun (test_mpi.cpp) run in pass 1.
-#   3. The libFuzzer targets (fuzz/README.md), built with clang in build-fuzz/, run once over
-#      their committed corpus in fuzz/corpus/ (scripts/fuzz.sh --replay): every input that once
-#      crashed stays fixed.
+#   3. The fuzz targets' committed corpus (fuzz/corpus/) replayed once under the same
+#      sanitizers: the harnesses are built in build-sanitize/ as standalone replays
+#      (GRADLAB_FUZZ_REPLAY, fuzz/README.md), so every input that once crashed stays fixed
+#      without a clang build of the library. `scripts/fuzz.sh --replay` replays with the
+#      libFuzzer build instead.
 #
 #   ./scripts/test.sh                  all three passes
 #   ./scripts/test.sh --release-only   pass 1 only: the quick local loop
@@ -38,6 +40,11 @@ for arg in "$@"; do
 done
 
 section() {
+  if [[ -n "${section_name:-}" ]]; then
+    echo "=== test.sh: $section_name: $((SECONDS - section_start)) s ==="
+  fi
+  section_name="$*"
+  section_start=$SECONDS
   echo
   echo "=== test.sh: $* ==="
 }
@@ -48,12 +55,14 @@ ctest --test-dir build --output-on-failure -j2 "${ctest_args[@]}"
 section "Installed gradlab: examples/ built with find_package(gradlab)"
 ./scripts/test_examples.sh
 if ((release_only)); then
+  section "done"
   exit 0
 fi
 
 section "Debug + AddressSanitizer + UndefinedBehaviorSanitizer build and suite (build-sanitize/)"
 ./scripts/bootstrap.sh --build-dir build-sanitize --build-type Debug -- \
   -DGRADLAB_SANITIZE=ON -DGRADLAB_NATIVE=OFF -DGRADLAB_BUILD_BENCH=OFF -DGRADLAB_MPI=OFF \
+  -DGRADLAB_FUZZ_REPLAY=ON \
   "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
 # Leak detection stays on, with the suppressions for libhdf5's own leaks in
 # fuzz/lsan-suppressions.txt (OpenMP's libgomp needs none). A report makes the process exit 86
@@ -67,5 +76,13 @@ export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_su
 ctest --test-dir build-sanitize --output-on-failure -j2 --timeout 900 -E '^DefaultRun\.' \
   "${ctest_args[@]}"
 
-section "fuzz corpus replay (build-fuzz/)"
-exec ./scripts/fuzz.sh --replay
+section "fuzz corpus replay under the sanitizers (build-sanitize/fuzz/)"
+# As fuzz.sh --replay's -malloc_limit_mb=512: one allocation above it is a finding.
+export ASAN_OPTIONS="max_allocation_size_mb=512:$ASAN_OPTIONS"
+for target in checkpoint cli; do
+  # Absolute paths: replay_cli works in a temporary directory of its own.
+  mapfile -t inputs < <(find "$repo_root/fuzz/corpus/$target" -type f | sort)
+  echo "test.sh: replaying the ${#inputs[@]} inputs of fuzz/corpus/$target"
+  build-sanitize/fuzz/replay_$target "${inputs[@]}"
+done
+section "done"

@@ -1,11 +1,13 @@
 // gradlab in one include, for a program built on an installed gradlab: the tensor and its ops,
-// gradient checking, the layers and models, the toy tasks, and training (optimizers, checkpoints,
-// train::fit). `#include <gradlab/gradlab.h>`; or include the parts, e.g.
-// <gradlab/autograd/tensor.h>, <gradlab/nn/attention.h>.
+// the thread setting, gradient checking, the layers and models, the toy tasks, and training
+// (optimizers, checkpoints, train::fit, metrics.csv, the run directory's claim). `#include
+// <gradlab/gradlab.h>`; or include the parts, e.g. <gradlab/autograd/tensor.h>,
+// <gradlab/nn/attention.h>.
 #pragma once
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "autograd/threads.h"
 #include "data/task.h"
 #include "nn/attention.h"
 #include "nn/layers.h"
@@ -16,5 +18,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/fit.h"
+#include "train/io/run_directory_claim.h"
+#include "train/metrics_log.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"

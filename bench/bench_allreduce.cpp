@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <vector>
 
-#include "train/cli/idle_threads.h"
+#include "autograd/threads.h"
 #include "train/process_group.h"
 
 int main(int argc, char** argv) {
-  gradlab::cli::make_idle_threads_sleep(argv);
+  gradlab::make_idle_threads_sleep(argv);
   gradlab::train::join_world(&argc, &argv);
   gradlab::train::ProcessGroup& group = gradlab::train::world();
   for (size_t bytes = size_t{1} << 12; bytes <= size_t{1} << 26; bytes <<= 1) {

@@ -7,11 +7,11 @@
 #include <iostream>
 #include <string>
 
+#include "autograd/threads.h"
 #include "bench/bench_shared.h"
-#include "train/cli/idle_threads.h"
 
 int main(int argc, char** argv) {
-  gradlab::cli::make_idle_threads_sleep(argv);  // as the gradlab tool does
+  gradlab::make_idle_threads_sleep(argv);  // as the gradlab tool does
   int threads = 1;
   try {
     threads = gradlab_bench::take_threads_flag(argc, argv);

@@ -5,10 +5,13 @@
 # Every path in the package is relative to the prefix, so an installed tree can be moved.
 include(CMakePackageConfigHelpers)
 
+# train/io/hdf5/ is the checkpoint code's inside: its headers include HDF5's, which an installed
+# gradlab does not need.
 install(DIRECTORY autograd nn data train
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gradlab
   FILES_MATCHING PATTERN "*.h"
-  PATTERN cli EXCLUDE)
+  PATTERN cli EXCLUDE
+  PATTERN hdf5 EXCLUDE)
 install(FILES gradlab.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gradlab)
 
 install(TARGETS gradlab_autograd gradlab_nn gradlab_data gradlab_train

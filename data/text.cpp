@@ -7,7 +7,6 @@
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "autograd/random.h"
-#include "data/fingerprint.h"
 #include "data/streams.h"
 
 namespace gradlab::data {
@@ -286,11 +285,11 @@ int64_t TextCorpus::size() const {
   return std::visit([](const auto& v) { return static_cast<int64_t>(v.size()); }, tokens_);
 }
 
-uint64_t TextCorpus::fingerprint() const {
-  const std::string symbols = vocabulary_.serialize();
-  const uint64_t hash = data::fingerprint(symbols.data(), symbols.size());
+std::string_view TextCorpus::token_bytes() const {
   return std::visit(
-      [hash](const auto& v) { return data::fingerprint(v.data(), v.size() * sizeof(v[0]), hash); },
+      [](const auto& v) {
+        return std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
+      },
       tokens_);
 }
 

@@ -78,8 +78,8 @@ class TextCorpus {
   int64_t bytes_per_token() const;  // 1, 2 or 4: the narrowest that holds the vocabulary
   int64_t train_size() const { return train_size_; }
   int64_t validation_size() const { return size() - train_size_; }
-  // data::fingerprint of the tokens and the vocabulary: equal for equal corpora.
-  uint64_t fingerprint() const;
+  // The tokens as stored: size() of them, bytes_per_token() bytes each.
+  std::string_view token_bytes() const;
 
   // Throws ConfigError naming the file and the split if either split is shorter than
   // length + 1 tokens.

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/hdf5_checksum.h"
+#include "train/io/hdf5_checksum.h"
 
 namespace gradlab::fuzz {
 namespace {

@@ -45,7 +45,7 @@ GENERIC_OPENBLAS_CORES = {
 TUNED_ENV = {
     "MALLOC_MMAP_THRESHOLD_": str(32 << 20),  # the largest glibc accepts: 32 MiB
     "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
-    # What gradlab chooses for itself (train/idle_threads.h).
+    # What gradlab chooses for itself (autograd/threads.h).
     "OMP_WAIT_POLICY": "PASSIVE",
     "GOMP_SPINCOUNT": "10000",
 }

@@ -28,7 +28,7 @@
 #include "cli_runner.h"
 #include "tests/test_helpers.h"
 #include "train/checkpoint.h"
-#include "train/run_directory.h"
+#include "train/io/run_directory.h"
 
 namespace gradlab::train {
 namespace {

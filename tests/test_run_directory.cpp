@@ -15,9 +15,9 @@
 
 #include "cli_runner.h"
 #include "tests/test_helpers.h"
-#include "train/atomic_file.h"
 #include "train/checkpoint.h"
-#include "train/run_directory.h"
+#include "train/io/atomic_file.h"
+#include "train/io/run_directory.h"
 
 namespace gradlab::train {
 namespace {

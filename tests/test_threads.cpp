@@ -25,9 +25,9 @@ extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
   return next(thread, attr, start, arg);
 }
 
+#include "autograd/threads.h"
 #include "cli_runner.h"
 #include "tests/test_helpers.h"
-#include "train/cli/idle_threads.h"
 #include "train/trainer.h"
 
 namespace gradlab::train {
@@ -91,14 +91,14 @@ TEST(Threads, IdleThreadsSleepUnlessTheUserChoseAWaitPolicy) {
   ASSERT_EQ(unset.exit_code, 0) << unset.describe();
   // The arguments survived the re-execution, and its libgomp spins only briefly.
   EXPECT_TRUE(gradlab::testing::contains(unset.out, "Trained 2 steps")) << unset.out;
-  EXPECT_EQ(last_spin_count(unset.err), cli::kIdleSpinCount) << unset.err;
+  EXPECT_EQ(last_spin_count(unset.err), kIdleSpinCount) << unset.err;
 
   const auto active = gradlab::testing::run_command(
       "/usr/bin/env", {"OMP_WAIT_POLICY=ACTIVE", "OMP_DISPLAY_ENV=verbose", GRADLAB_BINARY, "train",
                        "--steps", "2", "--out", dir.file("active")});
   ASSERT_EQ(active.exit_code, 0) << active.describe();
   EXPECT_NE(last_spin_count(active.err), "0") << active.err;
-  EXPECT_NE(last_spin_count(active.err), cli::kIdleSpinCount) << active.err;
+  EXPECT_NE(last_spin_count(active.err), kIdleSpinCount) << active.err;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/format.h"
+#include "train/stop_signals.h"
 
 namespace gradlab::train {
 namespace {
@@ -91,10 +92,21 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
     return path;
   };
 
-  bool reached = false, requested = false;
+  std::optional<StopSignals> signals;
+  if (policy.stop_on_signal) signals.emplace(std::initializer_list<int>{SIGINT, SIGTERM, SIGUSR1});
+  bool reached = false, requested = false, signalled = false;
+  // A stop signal on any process of the group, or a stop request: asked after every step.
+  auto stop = [&] {
+    const bool asked = observer.should_stop();
+    const bool signal = signals && StopSignals::received() != 0;
+    if (!group.any(asked || signal)) return false;
+    // The reason is agreed too, so that every process returns the same result.
+    signalled = group.any(signal);
+    requested = !signalled;
+    return true;
+  };
   try {
-    while (trainer.step() < policy.steps && !reached &&
-           !(requested = group.any(observer.should_stop()))) {
+    while (trainer.step() < policy.steps && !reached && !stop()) {
       image.reset();
       result.last_step = trainer.train_step();
       const int64_t step = trainer.step();
@@ -124,6 +136,7 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
     return result;
   }
   result.reason = reached     ? StopReason::Target
+                  : signalled ? StopReason::Signal
                   : requested ? StopReason::Requested
                               : StopReason::Steps;
   result.last_checkpoint = last_saved;

@@ -30,12 +30,19 @@ struct LoopPolicy {
   // In a group of processes (Trainer::distribute): compare every process's state every N steps
   // (Trainer::check_replicas; a mismatch stops the run as a divergence). 0: never.
   int64_t check_replicas_every = 0;
+  // Stop cleanly on SIGINT, SIGTERM or SIGUSR1 (which mpirun forwards to every process, where
+  // SIGINT and SIGTERM make it end the job whatever the processes do): the signal no longer ends
+  // the process while fit runs; the step under way finishes, the final checkpoint is saved as at
+  // the last step, and the result says StopReason::Signal. The previous handlers are put back
+  // when fit returns. In a group, a signal to any process stops all after the same step.
+  bool stop_on_signal = false;
 };
 
 enum class StopReason {
   Steps,      // reached policy.steps
   Target,     // held-out exact match reached policy.target_accuracy
   Requested,  // the observer asked to stop
+  Signal,     // a stop signal arrived (LoopPolicy::stop_on_signal)
   Diverged,   // a divergence rule (below) stopped the run
 };
 
@@ -62,7 +69,8 @@ class Observer {
   virtual bool should_stop() { return false; }
 };
 
-// Trains until policy.steps, the target or a stop request, then saves the final checkpoint
+// Trains until policy.steps, the target, a stop request or a stop signal, then saves the final
+// checkpoint
 // (when out_dir is set). Errors writing a checkpoint throw CheckpointError.
 //
 // A trainer of a group of processes (Trainer::distribute) runs fit on every process: they take

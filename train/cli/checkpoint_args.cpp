@@ -1,12 +1,11 @@
 #include "train/cli/checkpoint_args.h"
 
-#include <omp.h>
-
 #include <optional>
 #include <sstream>
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "autograd/threads.h"
 #include "train/cli/options.h"
 
 namespace gradlab::cli {
@@ -45,7 +44,7 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
 
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
                       std::optional<PromptedRun>& loaded) {
-  omp_set_num_threads(static_cast<int>(a.threads));
+  set_threads(static_cast<int>(a.threads));
   train::LoadedRun run = train::load_run(a.checkpoint);
   if (run.config.task.name == "text") {
     throw ConfigError(a.checkpoint + ": a language model: " + command +

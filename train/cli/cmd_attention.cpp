@@ -3,11 +3,11 @@
 #include <filesystem>
 
 #include "autograd/graph.h"
-#include "train/attention_file.h"
 #include "train/checkpoint.h"
 #include "train/cli/checkpoint_args.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
+#include "train/io/attention_file.h"
 #include "train/trainer.h"
 
 namespace gradlab::cli {

@@ -1,10 +1,10 @@
 // `gradlab eval`: a checkpoint's metrics on its task's held-out set, or a language model's loss
 // and bits per character on any text.
-#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
 
+#include "autograd/threads.h"
 #include "train/cli/checkpoint_args.h"
 #include "train/cli/commands.h"
 #include "train/trainer.h"
@@ -34,7 +34,7 @@ int parse_eval(const std::vector<std::string>& args) {
 int run_eval(const std::vector<std::string>& args) {
   CheckpointArgs a(kCaption);
   if (const int code = parse(args, a); code >= 0) return code;
-  omp_set_num_threads(static_cast<int>(a.threads));
+  set_threads(static_cast<int>(a.threads));
   const train::LoadedRun run = train::load_run(a.checkpoint, a.input);
   const train::Metrics m = run.trainer->evaluate();
   const train::RunConfig& config = run.config;

@@ -1,9 +1,9 @@
 // `gradlab sample`: text from a language model checkpoint, streamed as it is generated.
-#include <omp.h>
 
 #include <cstdio>
 
 #include "autograd/error.h"
+#include "autograd/threads.h"
 #include "data/text.h"
 #include "nn/generate.h"
 #include "train/cli/commands.h"
@@ -60,7 +60,7 @@ int parse_sample(const std::vector<std::string>& args) {
 int run_sample(const std::vector<std::string>& args) {
   SampleArgs a;
   if (const int code = parse(args, a); code >= 0) return code;
-  omp_set_num_threads(static_cast<int>(a.threads));
+  set_threads(static_cast<int>(a.threads));
   const train::LoadedModel loaded = train::load_model(a.checkpoint);
   const train::RunConfig& config = loaded.config;
   if (config.task.name != "text") {

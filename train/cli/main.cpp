@@ -10,8 +10,8 @@
 #include "autograd/cpu.h"
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "autograd/threads.h"
 #include "train/cli/commands.h"
-#include "train/cli/idle_threads.h"
 #include "train/process_group.h"
 
 namespace {
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   using namespace gradlab::cli;
   using gradlab::train::world;
   // Before MPI starts: this may execute the program again.
-  make_idle_threads_sleep(argv);
+  gradlab::make_idle_threads_sleep(argv);
   try {
     gradlab::train::join_world(&argc, &argv);
     gradlab::kernel_isa();  // a bad GRADLAB_ISA stops every command here, before any work

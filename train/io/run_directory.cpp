@@ -1,4 +1,4 @@
-#include "train/run_directory.h"
+#include "train/io/run_directory.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,10 +1,10 @@
 // Writing attention weights to HDF5.
-#include "train/attention_file.h"
+#include "train/io/attention_file.h"
 
 #include <H5Cpp.h>
 
 #include "autograd/error.h"
-#include "train/atomic_file.h"
+#include "train/io/atomic_file.h"
 
 namespace gradlab::train {
 namespace {

@@ -1,10 +1,20 @@
-// How OpenMP's idle threads wait: a process-wide choice that must be made before main().
+// How many threads gradlab's ops run on, and how idle threads wait. A program starts on one
+// thread, as the gradlab tool does (its --threads defaults to 1): a run's speed-up from a second
+// thread is small beside the CPU time a machine's other work loses to it. OMP_NUM_THREADS, when
+// set, decides instead; set_threads changes it at any time.
 #pragma once
 
-namespace gradlab::cli {
+namespace gradlab {
+
+// The OpenMP threads every op and kernel uses from now on (at least 1).
+void set_threads(int count);
+
+// The threads the ops use now.
+int threads();
 
 // Makes idle OpenMP threads sleep between parallel regions instead of spinning, after a short
-// spin.
+// spin; call it first in main(), before any other work, in a program that sets more than one
+// thread. (At one thread no thread is ever idle.)
 //
 // libgomp's idle threads spin for a while after every parallel region (300,000 rounds by
 // default, milliseconds). On a machine whose CPUs are shared (virtual CPUs, other work), the
@@ -25,4 +35,4 @@ void make_idle_threads_sleep(char** argv);
 // GOMP_SPINCOUNT's value above: rounds of a pause instruction, well under a millisecond here.
 inline constexpr const char* kIdleSpinCount = "10000";
 
-}  // namespace gradlab::cli
+}  // namespace gradlab

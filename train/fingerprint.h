@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace gradlab::data {
+namespace gradlab::train {
 
 constexpr uint64_t kFingerprintStart = 0xcbf29ce484222325ULL;
 
@@ -31,4 +31,4 @@ inline uint64_t fingerprint(const void* data, size_t size, uint64_t hash = kFing
   return hash;
 }
 
-}  // namespace gradlab::data
+}  // namespace gradlab::train

@@ -1,6 +1,6 @@
 // HDF5's metadata checksum (see hdf5_checksum.h): lookup3's hashlittle(), after Bob Jenkins'
 // public-domain lookup3.c, reading the bytes in little-endian order on any machine.
-#include "train/hdf5_checksum.h"
+#include "train/io/hdf5_checksum.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "train/atomic_file.h"
+#include "train/io/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,0 +1,68 @@
+// The start-up comparison of a group's processes (same_start.h).
+#include "train/cli/same_start.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/cpu.h"
+#include "train/cli/commands.h"
+#include "train/fingerprint.h"
+
+namespace gradlab::cli {
+namespace {
+
+using namespace train;
+
+// The fingerprint of this process's own executable file.
+uint64_t binary_fingerprint() {
+  std::ifstream in("/proc/self/exe", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return fingerprint(bytes.data(), bytes.size());
+}
+
+// The tokens and the vocabulary: equal for equal corpora.
+uint64_t corpus_fingerprint(const data::TextCorpus& corpus) {
+  const std::string symbols = corpus.vocabulary().serialize();
+  const std::string_view tokens = corpus.token_bytes();
+  return fingerprint(tokens.data(), tokens.size(), fingerprint(symbols.data(), symbols.size()));
+}
+
+}  // namespace
+
+int check_same_start(const RunConfig& config, const data::TextCorpus* corpus,
+                     const Trainer& trainer, ProcessGroup& group) {
+  const std::string settings = to_config_file(config);
+  const std::vector<std::pair<std::string, uint64_t>> checks = {
+      {"gradlab binary", binary_fingerprint()},
+      // The variants round alike only within themselves: replicas on different ones would drift
+      // apart by an ulp at a time.
+      {"kernel instruction set (rank 0 runs " + isa_name(kernel_isa()) +
+           "; on processors that differ, set GRADLAB_ISA to the lowest on every process)",
+       static_cast<uint64_t>(kernel_isa())},
+      {"configuration", fingerprint(settings.data(), settings.size())},
+      {"text (--data)", corpus ? corpus_fingerprint(*corpus) : 0},
+      {"starting state (parameters, optimizer, step; on --resume, the checkpoint read)",
+       trainer.state_hash()},
+  };
+  for (const auto& [what, value] : checks) {
+    const std::vector<uint64_t> all = group.gather(value);
+    const auto other =
+        std::find_if(all.begin(), all.end(), [&](uint64_t v) { return v != all[0]; });
+    if (other == all.end()) continue;
+    if (group.rank() == 0) {
+      std::cerr << "gradlab train: rank " << (other - all.begin()) << " of " << group.size()
+                << " has a different " << what
+                << " than rank 0; every process must run the same gradlab, command line and "
+                   "files (see the README: Training on several processes or machines)\n";
+    }
+    return kExitFailure;
+  }
+  return -1;
+}
+
+}  // namespace gradlab::cli

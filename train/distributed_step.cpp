@@ -1,0 +1,129 @@
+// The multi-process part of a training step (trainer.h's distribute): each process's share of
+// the batch, the gradients summed across the group, and the replicas' state compared by hash.
+// The one-process step and evaluation are trainer.cpp's.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <span>
+
+#include "autograd/ops.h"
+#include "train/batch_rows.h"
+#include "train/fingerprint.h"
+#include "train/trainer.h"
+
+namespace gradlab::train {
+namespace {
+
+// Targets that count in the loss.
+int64_t counted_targets(const Indices& targets) {
+  return std::count_if(targets.values.begin(), targets.values.end(),
+                       [](int64_t t) { return t != nn::kIgnoreTarget; });
+}
+
+uint64_t hash_tensors(const std::vector<nn::NamedTensor>& tensors, uint64_t hash) {
+  for (const auto& [name, t] : tensors) {
+    hash = fingerprint(name.data(), name.size(), hash);
+    hash = fingerprint(t.node()->storage->data(),
+                       static_cast<size_t>(t.numel()) * dtype_size(t.dtype()), hash);
+  }
+  return hash;
+}
+
+}  // namespace
+
+void Trainer::distribute(ProcessGroup& group) {
+  const int64_t rows = data_->training_batch(1).targets.shape[0];
+  if (group.size() > rows) {
+    throw ConfigError("--batch-size " + std::to_string(rows) + " is smaller than the " +
+                      std::to_string(group.size()) +
+                      " processes training it: every process needs a row of each batch");
+  }
+  for (const auto& [name, p] : model_->named_parameters()) {
+    if (p.dtype() != DType::Float32) {
+      throw ConfigError("training on several processes needs float32 parameters; " + name + " is " +
+                        dtype_name(p.dtype()));
+    }
+  }
+  group_ = &group;
+}
+
+void Trainer::backward_share(const nn::SequenceBatch& batch, StepResult& result) {
+  const auto [begin, end] = share_of(batch.targets.shape[0], *group_);
+  const nn::SequenceBatch share = rows_of(batch, begin, end - begin);
+  const int64_t counted = counted_targets(batch.targets);
+  const double weight =
+      counted > 0 ? static_cast<double>(counted_targets(share.targets)) / counted : 0;
+  // This process's masks come from its own stream, seeded by the shared generator's next draw
+  // and the rank; the shared generator itself only moves on by that draw, on every process.
+  Generator& dropout = *model_->dropout_gen;
+  Generator shared = dropout;
+  const uint64_t draw = shared.next_u64();
+  dropout = Generator(draw + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(group_->rank() + 1));
+  double loss_part = 0;
+  if (weight > 0) {
+    const Tensor loss = model_->loss(share) * weight;
+    loss.backward();
+    loss_part = loss.item();
+  }
+  dropout = shared;
+  const auto start = std::chrono::steady_clock::now();
+  sum_gradients();
+  group_->sum(std::span<double>(&loss_part, 1));
+  result.sync_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.loss = loss_part;
+}
+
+void Trainer::sum_gradients() {
+  std::vector<Tensor> params = model_->parameters();
+  size_t total = 0;
+  for (const Tensor& p : params) total += static_cast<size_t>(p.numel());
+  gradient_buffer_.resize(total);
+  float* flat = gradient_buffer_.data();
+  for (const Tensor& p : params) {
+    const Tensor grad = p.grad();
+    if (grad.defined()) {
+      std::copy_n(grad.data<float>(), p.numel(), flat);
+    } else {
+      std::fill_n(flat, p.numel(), 0.0f);
+    }
+    flat += p.numel();
+  }
+  // A few large messages rather than one per parameter: each all-reduce pays a latency.
+  constexpr size_t kBucket = size_t{1} << 22;
+  for (size_t start = 0; start < total; start += kBucket) {
+    group_->sum(
+        std::span<float>(gradient_buffer_.data() + start, std::min(kBucket, total - start)));
+  }
+  flat = gradient_buffer_.data();
+  for (Tensor& p : params) {
+    Tensor grad = Tensor::empty(p.shape());
+    std::copy_n(flat, p.numel(), grad.data<float>());
+    p.set_grad(grad);
+    flat += p.numel();
+  }
+}
+
+uint64_t Trainer::state_hash() const {
+  uint64_t hash = hash_tensors(model_->named_parameters(), kFingerprintStart);
+  hash = hash_tensors(optimizer_->state(), hash);
+  const std::array<int64_t, 2> steps = {step_, optimizer_->steps()};
+  hash = fingerprint(steps.data(), sizeof steps, hash);
+  const auto dropout = model_->dropout_gen->state();
+  return fingerprint(dropout.data(), sizeof dropout, hash);
+}
+
+void Trainer::check_replicas() {
+  const std::vector<uint64_t> hashes = group_->gather(state_hash());
+  std::string differ;
+  for (size_t r = 1; r < hashes.size(); ++r) {
+    if (hashes[r] != hashes[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!differ.empty()) {
+    throw ReplicaMismatch(
+        "after step " + std::to_string(step_) + " the model or optimizer state of rank" +
+        (differ.find(',') == std::string::npos ? " " : "s ") + differ + " differs from rank 0's");
+  }
+}
+
+}  // namespace gradlab::train

@@ -132,34 +132,35 @@ FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const Atten
   // The tiled kernel's backward needs the output and the masks again.
   const Tensor out_values = kernel == Kernel::Tiles ? out.detach() : Tensor();
   const auto masks = kernel == Kernel::Tiles ? std::make_shared<const MaskCopy>(mask) : nullptr;
-  out = record("fused_attention", out, inputs,
-               [inputs, saved, kernel, out_values, masks, d, causal = mask.causal, scale,
-                layout](const Tensor& g) {
-                 std::vector<Tensor> grads;
-                 for (const Tensor& input : inputs)
-                   grads.push_back(Tensor::empty(input.shape(), input.dtype()));
-                 dispatch(g.dtype(), [&]<class T>() {
-                   const auto grad_operands = layout.template of<T>(grads);
-                   const auto operands = layout.template of<const T>(inputs);
-                   const T s = static_cast<T>(scale);
-                   switch (kernel) {
-                     case Kernel::Lanes:
-                       kernels::attention_lanes_backward<T>(g.data<T>(), saved.data<T>(), d, causal,
-                                                            s, grad_operands);
-                       break;
-                     case Kernel::Heads:
-                       kernels::attention_backward<T>(g.data<T>(), operands, saved.data<T>(), d,
-                                                      causal, s, grad_operands);
-                       break;
-                     case Kernel::Tiles:
-                       kernels::attention_tiles_backward<T>(
-                           g.data<T>(), operands, out_values.data<T>(), saved.data<T>(), d,
-                           mask_of(masks->spec(), d), s, grad_operands);
-                       break;
-                   }
-                 });
-                 return grads;
-               });
+  out = record<"fused_attention">(
+      out, inputs,
+      [inputs, saved, kernel, out_values, masks, d, causal = mask.causal, scale,
+       layout](const Tensor& g) {
+        std::vector<Tensor> grads;
+        for (const Tensor& input : inputs)
+          grads.push_back(Tensor::empty(input.shape(), input.dtype()));
+        dispatch(g.dtype(), [&]<class T>() {
+          const auto grad_operands = layout.template of<T>(grads);
+          const auto operands = layout.template of<const T>(inputs);
+          const T s = static_cast<T>(scale);
+          switch (kernel) {
+            case Kernel::Lanes:
+              kernels::attention_lanes_backward<T>(g.data<T>(), saved.data<T>(), d, causal, s,
+                                                   grad_operands);
+              break;
+            case Kernel::Heads:
+              kernels::attention_backward<T>(g.data<T>(), operands, saved.data<T>(), d, causal, s,
+                                             grad_operands);
+              break;
+            case Kernel::Tiles:
+              kernels::attention_tiles_backward<T>(g.data<T>(), operands, out_values.data<T>(),
+                                                   saved.data<T>(), d, mask_of(masks->spec(), d), s,
+                                                   grad_operands);
+              break;
+          }
+        });
+        return grads;
+      });
   return {out, need_weights ? weights : Tensor()};
 }
 

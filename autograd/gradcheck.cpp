@@ -35,12 +35,13 @@ GradcheckReport gradcheck_tensors(const std::function<Tensor()>& fn, const std::
     t.zero_grad();
   }
   const Tensor out = fn();
+  GradcheckReport report;
+  report.ops = ops_in_graph(out);
   Generator gen(options.seed);
   const Tensor weights = Tensor::randn(out.shape(), gen, DType::Float64);
   auto objective = [&](const Tensor& y) { return sum(y * weights); };
   objective(out).backward();
 
-  GradcheckReport report;
   NoGradGuard no_grad;
   for (Tensor input : wrt) {
     InputReport r;

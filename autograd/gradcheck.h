@@ -33,6 +33,9 @@ struct InputReport {
 
 struct GradcheckReport {
   std::vector<InputReport> inputs;
+  // The ops in the graph of the function checked (ops_in_graph, op_registry.h): those whose
+  // backward the check exercised.
+  std::vector<std::string> ops;
   bool passed() const;
   double max_abs_error() const;
   double max_rel_error() const;

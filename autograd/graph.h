@@ -1,8 +1,9 @@
 // Recording ops into the autograd graph, and grad mode.
 //
-// An op computes its output, then calls record() with its inputs and a backward closure. The
-// closure must capture by value only what backward needs, and never the output tensor itself
-// (that would make a cycle); capture `out.detach()` when backward needs the output's values.
+// An op computes its output, then calls record<"name">() with its inputs and a backward closure.
+// The closure must capture by value only what backward needs, and never the output tensor itself
+// (that would make a cycle); capture `out.detach()` when backward needs the output's values. The
+// name registers the op (op_registry.h), so that a test can require a gradient check of it.
 #pragma once
 
 #include <initializer_list>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/op_registry.h"
 #include "autograd/tensor.h"
 
 namespace gradlab {
@@ -32,6 +34,8 @@ class NoGradGuard {
 namespace detail {
 void attach(const Tensor& out, const char* op, std::span<const Tensor> inputs, BackwardFn backward);
 
+// record<Name> without the registration: for the gradient checker's own tests, whose
+// deliberately wrong ops no check may cover. Ops use record<Name>.
 template <class F>
 Tensor record(const char* op, Tensor out, std::span<const Tensor> inputs, F&& backward) {
   bool needed = false;
@@ -43,17 +47,20 @@ Tensor record(const char* op, Tensor out, std::span<const Tensor> inputs, F&& ba
 }
 }  // namespace detail
 
-// Attaches `backward` to `out` if grad mode is on and any input requires grad. The closure is
-// only turned into a std::function when it is needed, and a braced list of inputs is never
-// copied into a vector, so no-grad evaluation allocates nothing.
-template <class F>
-Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, F&& backward) {
-  return detail::record(op, std::move(out), inputs, std::forward<F>(backward));
+// Attaches `backward` to `out`, as op Name, if grad mode is on and any input requires grad. The
+// closure is only turned into a std::function when it is needed, and a braced list of inputs is
+// never copied into a vector, so no-grad evaluation allocates nothing.
+template <OpName Name, class F>
+Tensor record(Tensor out, const std::vector<Tensor>& inputs, F&& backward) {
+  static_cast<void>(detail::OpRegistration<Name>::registered);
+  return detail::record(Name.chars, std::move(out), inputs, std::forward<F>(backward));
 }
 
-template <class F>
-Tensor record(const char* op, Tensor out, std::initializer_list<Tensor> inputs, F&& backward) {
-  return detail::record(op, std::move(out), std::span<const Tensor>(inputs.begin(), inputs.size()),
+template <OpName Name, class F>
+Tensor record(Tensor out, std::initializer_list<Tensor> inputs, F&& backward) {
+  static_cast<void>(detail::OpRegistration<Name>::registered);
+  return detail::record(Name.chars, std::move(out),
+                        std::span<const Tensor>(inputs.begin(), inputs.size()),
                         std::forward<F>(backward));
 }
 

@@ -56,7 +56,7 @@ Tensor embedding(const Tensor& weight, const Indices& ids) {
   for (int64_t i = 0; i < ids.numel(); ++i) {
     std::memcpy(o + i * row_bytes, w + ids.values[i] * row_bytes, row_bytes);
   }
-  return record("embedding", out, {weight}, [ids, w_shape = weight.shape()](const Tensor& g) {
+  return record<"embedding">(out, {weight}, [ids, w_shape = weight.shape()](const Tensor& g) {
     Tensor dw = Tensor::zeros(w_shape, g.dtype());
     dispatch(g.dtype(), [&]<class T>() {
       const int64_t c = w_shape[1];
@@ -79,7 +79,7 @@ Tensor where(const Mask& mask, const Tensor& a, const Tensor& b) {
   dispatch(a.dtype(), [&]<class T>() {
     select(mask, a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.data<T>(), shape);
   });
-  return record("where", out, {a, b}, [mask, a, b](const Tensor& g) {
+  return record<"where">(out, {a, b}, [mask, a, b](const Tensor& g) {
     const Tensor zero = Tensor::scalar(0, g.dtype());
     return std::vector<Tensor>{a.requires_grad() ? where(mask, g, zero) : Tensor(),
                                b.requires_grad() ? where(mask, zero, g) : Tensor()};

@@ -87,7 +87,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Shape out_shape = a.shape();
     out_shape.back() = b.size(-1);
     Tensor out = reshape(batched_product(rows, false, b.detach(), false), out_shape);
-    return record("matmul", out, {a, b}, [rows, a, b](const Tensor& g) {
+    return record<"matmul">(out, {a, b}, [rows, a, b](const Tensor& g) {
       const Tensor g_rows = reshape(g, {rows.size(0), b.size(-1)});  // [M', N]
       return std::vector<Tensor>{
           a.requires_grad() ? reshape(batched_product(g_rows, false, b, true), a.shape())
@@ -96,7 +96,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     });
   }
   Tensor out = batched_product(a, false, b, false);
-  return record("matmul", out, {a, b}, [a, b](const Tensor& g) {
+  return record<"matmul">(out, {a, b}, [a, b](const Tensor& g) {
     // Gradients come out in the broadcast batch shape; the engine sums them back.
     return std::vector<Tensor>{a.requires_grad() ? batched_product(g, false, b, true) : Tensor(),
                                b.requires_grad() ? batched_product(a, true, g, false) : Tensor()};
@@ -121,8 +121,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                                    bias.defined() ? &bias : nullptr);  // [M, out]
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
-  return record(
-      "linear", reshape(y, out_shape), {x, weight, bias},
+  return record<"linear">(
+      reshape(y, out_shape), {x, weight, bias},
       [rows, x, weight, bias, out_features](const Tensor& g) {
         const Tensor g_rows = reshape(g, {rows.size(0), out_features});  // [M, out]
         return std::vector<Tensor>{

@@ -45,9 +45,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                                 static_cast<T>(eps), rows, channels, out.data<T>(), mean.data<T>(),
                                 rstd.data<T>());
   });
-  return record(
-      "layer_norm", out, {x, weight, bias},
-      [x, weight, bias, mean, rstd, rows, channels](const Tensor& g) {
+  return record<"layer_norm">(
+      out, {x, weight, bias}, [x, weight, bias, mean, rstd, rows, channels](const Tensor& g) {
         Tensor dx = Tensor::empty(x.shape(), x.dtype());
         Tensor dw = weight.defined() ? Tensor::empty(weight.shape(), x.dtype()) : Tensor();
         Tensor db = bias.defined() ? Tensor::empty(bias.shape(), x.dtype()) : Tensor();

@@ -87,9 +87,10 @@ Tensor sum_kept(const Tensor& x, const Shape& kept) {
   return out;
 }
 
-Tensor sum_impl(const char* op, const Tensor& x, const Shape& kept, const Shape& out_shape) {
+template <OpName Op>
+Tensor sum_impl(const Tensor& x, const Shape& kept, const Shape& out_shape) {
   Tensor out = reshape(sum_kept(x.detach(), kept), out_shape);
-  return record(op, out, {x}, [kept, x_shape = x.shape()](const Tensor& g) {
+  return record<Op>(out, {x}, [kept, x_shape = x.shape()](const Tensor& g) {
     return std::vector<Tensor>{broadcast_to(reshape(g, kept), x_shape)};
   });
 }
@@ -148,12 +149,12 @@ int64_t checked_axis(const char* op, const Tensor& x, int64_t axis) {
 }  // namespace
 
 Tensor sum(const Tensor& x) {
-  return sum_impl("sum", x, Shape(x.rank(), 1), {});
+  return sum_impl<"sum">(x, Shape(x.rank(), 1), {});
 }
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
   const Reduction r("sum", x.shape(), axes);
-  return sum_impl("sum", x, r.kept, keepdim ? r.kept : r.dropped);
+  return sum_impl<"sum">(x, r.kept, keepdim ? r.kept : r.dropped);
 }
 
 Tensor mean(const Tensor& x) {
@@ -179,7 +180,7 @@ Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
       o[j] = p[(outer * v.n + best[j]) * v.inner + k];
     }
   });
-  return record("max", out, {x}, [best, v, x_shape = x.shape()](const Tensor& g) {
+  return record<"max">(out, {x}, [best, v, x_shape = x.shape()](const Tensor& g) {
     Tensor dx = Tensor::zeros(x_shape, g.dtype());
     dispatch(g.dtype(), [&]<class T>() {
       const T* gv = g.data<T>();
@@ -209,7 +210,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
     kernels::broadcast_zip(x.data<T>(), x.shape(), &zero, Shape{}, out.data<T>(), shape,
                            [](T a, T) { return a; });
   });
-  return record("broadcast_to", out, {x}, [x_shape = x.shape()](const Tensor& g) {
+  return record<"broadcast_to">(out, {x}, [x_shape = x.shape()](const Tensor& g) {
     return std::vector<Tensor>{sum_to(g, x_shape)};
   });
 }
@@ -223,7 +224,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   // Leading axes that broadcasting added are summed away as well.
   Shape kept(x.rank() - shape.size(), 1);
   kept.insert(kept.end(), shape.begin(), shape.end());
-  return sum_impl("sum_to", x, kept, shape);
+  return sum_impl<"sum_to">(x, kept, shape);
 }
 
 }  // namespace gradlab

@@ -58,7 +58,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   node->shape = target;
   node->dtype = x.dtype();
   node->storage = x.node()->storage;
-  return record("reshape", Tensor(std::move(node)), {x}, [x_shape = x.shape()](const Tensor& g) {
+  return record<"reshape">(Tensor(std::move(node)), {x}, [x_shape = x.shape()](const Tensor& g) {
     return std::vector<Tensor>{reshape(g, x_shape)};
   });
 }
@@ -113,8 +113,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   }
   std::vector<int64_t> inverse(rank);
   for (int64_t i = 0; i < rank; ++i) inverse[axes[i]] = i;
-  return record("permute", out, {x},
-                [inverse](const Tensor& g) { return std::vector<Tensor>{permute(g, inverse)}; });
+  return record<"permute">(
+      out, {x}, [inverse](const Tensor& g) { return std::vector<Tensor>{permute(g, inverse)}; });
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
@@ -155,7 +155,7 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
     starts.push_back(offset);
     offset += t.shape()[a];
   }
-  return record("concat", out, tensors, [tensors, starts, a](const Tensor& g) {
+  return record<"concat">(out, tensors, [tensors, starts, a](const Tensor& g) {
     std::vector<Tensor> grads;
     for (size_t i = 0; i < tensors.size(); ++i) {
       grads.push_back(tensors[i].requires_grad() ? narrow(g, a, starts[i], tensors[i].shape()[a])
@@ -181,7 +181,7 @@ Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
   const int64_t row = blocks.inner * item;
   copy_blocks(raw(x), size * row, start * row, raw(out), length * row, 0, blocks.outer,
               length * row);
-  return record("narrow", out, {x}, [a, start, length, size, x_shape = x.shape()](const Tensor& g) {
+  return record<"narrow">(out, {x}, [a, start, length, size, x_shape = x.shape()](const Tensor& g) {
     Tensor dx = Tensor::zeros(x_shape, g.dtype());
     const Blocks b(x_shape, a);
     const int64_t row_bytes = b.inner * static_cast<int64_t>(dtype_size(g.dtype()));

@@ -21,7 +21,7 @@ Tensor softmax(const Tensor& x, int64_t axis) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(),
            [&]<class T>() { kernels::softmax_rows_forward(x.data<T>(), y.data<T>(), rows); });
-  return record("softmax", y, {x}, [rows, y = y.detach()](const Tensor& g) {
+  return record<"softmax">(y, {x}, [rows, y = y.detach()](const Tensor& g) {
     Tensor dx = Tensor::empty(g.shape(), g.dtype());
     dispatch(g.dtype(), [&]<class T>() {
       kernels::softmax_rows_backward(y.data<T>(), g.data<T>(), dx.data<T>(), rows);
@@ -35,7 +35,7 @@ Tensor log_softmax(const Tensor& x, int64_t axis) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(),
            [&]<class T>() { kernels::log_softmax_rows_forward(x.data<T>(), y.data<T>(), rows); });
-  return record("log_softmax", y, {x}, [rows, y = y.detach()](const Tensor& g) {
+  return record<"log_softmax">(y, {x}, [rows, y = y.detach()](const Tensor& g) {
     Tensor dx = Tensor::empty(g.shape(), g.dtype());
     dispatch(g.dtype(), [&]<class T>() {
       kernels::log_softmax_rows_backward(y.data<T>(), g.data<T>(), dx.data<T>(), rows);
@@ -72,16 +72,16 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, int64_t ignor
   });
   Tensor out = Tensor::scalar(loss, logits.dtype());
   // d loss / d logits = (softmax - onehot(target)) / counted on counted rows, 0 elsewhere.
-  return record("cross_entropy", out, {logits},
-                [log_probs, targets, ignore_index, scale, classes](const Tensor& g) {
-                  Tensor dx = Tensor::empty(log_probs.shape(), log_probs.dtype());
-                  dispatch(g.dtype(), [&]<class T>() {
-                    kernels::cross_entropy_backward(log_probs.data<T>(), targets.values.data(),
-                                                    targets.numel(), classes, ignore_index,
-                                                    static_cast<T>(g.item() * scale), dx.data<T>());
-                  });
-                  return std::vector<Tensor>{dx};
-                });
+  return record<"cross_entropy">(
+      out, {logits}, [log_probs, targets, ignore_index, scale, classes](const Tensor& g) {
+        Tensor dx = Tensor::empty(log_probs.shape(), log_probs.dtype());
+        dispatch(g.dtype(), [&]<class T>() {
+          kernels::cross_entropy_backward(log_probs.data<T>(), targets.values.data(),
+                                          targets.numel(), classes, ignore_index,
+                                          static_cast<T>(g.item() * scale), dx.data<T>());
+        });
+        return std::vector<Tensor>{dx};
+      });
 }
 
 }  // namespace gradlab

@@ -26,7 +26,7 @@ Tensor as_concat_of(const Tensor& stacked, const std::vector<Tensor>& parts) {
     start += part.size(0);
   }
   // A node of its own over the same storage: every forward pass records its own graph.
-  return record("stacked", stacked.detach(), parts, [parts, starts](const Tensor& g) {
+  return record<"stacked">(stacked.detach(), parts, [parts, starts](const Tensor& g) {
     std::vector<Tensor> grads;
     for (size_t i = 0; i < parts.size(); ++i) {
       grads.push_back(parts[i].requires_grad() ? narrow(g, 0, starts[i], parts[i].size(0))

@@ -256,7 +256,6 @@ TEST(KernelVariants, AttentionKernelsAgreeWithTheBaseline) {
   if (variants_to_compare().empty()) GTEST_SKIP() << "this processor runs only the SSE2 variant";
   for (const auto& [isa, variant] : variants_to_compare()) {
     const KernelTable<double>& t = variant->f64;
-    EXPECT_EQ(variant->attention_tiles_fit(d, true), baseline().attention_tiles_fit(d, true));
     ASSERT_TRUE(t.attention_lanes_fit(d)) << isa_name(isa);
     for (const int path : {0, 1, 2}) {
       const Result got = run(t, path);

@@ -38,10 +38,12 @@ INSTANTIATE_TEST_SUITE_P(AllOps, OpGradient, ::testing::ValuesIn(op_checks()),
                            return info.param.name;
                          });
 
-// An op whose backward is deliberately off by a factor of two.
+// An op whose backward is deliberately off by a factor of two. Recorded without registering
+// (detail::record): no gradient check may cover it.
 Tensor wrong_square(const Tensor& x) {
   Tensor out = x.detach() * x.detach();
-  return record("wrong_square", out, {x}, [x](const Tensor& g) {
+  const Tensor inputs[] = {x};
+  return detail::record("wrong_square", out, inputs, [x](const Tensor& g) {
     return std::vector<Tensor>{g * x};  // the true gradient is 2 * g * x
   });
 }
@@ -65,7 +67,8 @@ TEST(Gradcheck, DetectsASwappedAxisInABackward) {
   const Tensor w = Tensor::randn({5, 7}, gen, DType::Float64);
   auto bad = [](const std::vector<Tensor>& in) {
     Tensor out = matmul(in[0].detach(), in[1].detach());
-    return record("bad_matmul", out, {in[0]}, [w = in[1]](const Tensor& g) {
+    const Tensor inputs[] = {in[0]};
+    return detail::record("bad_matmul", out, inputs, [w = in[1]](const Tensor& g) {
       return std::vector<Tensor>{matmul(transpose(w, 0, 1), transpose(g, 0, 1))};
     });
   };

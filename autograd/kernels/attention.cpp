@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/kernel_list.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/kernels/simd.h"
 #include "autograd/kernels/softmax.h"
@@ -188,16 +189,6 @@ void attention_backward(const T* g, const AttentionOperands<const T>& in, const 
   }
 }
 
-template void attention_forward<float>(const AttentionOperands<const float>&, const AttentionDims&,
-                                       const AttentionMask&, float, float*, float*);
-template void attention_forward<double>(const AttentionOperands<const double>&,
-                                        const AttentionDims&, const AttentionMask&, double, double*,
-                                        double*);
-template void attention_backward<float>(const float*, const AttentionOperands<const float>&,
-                                        const float*, const AttentionDims&, bool, float,
-                                        const AttentionOperands<float>&);
-template void attention_backward<double>(const double*, const AttentionOperands<const double>&,
-                                         const double*, const AttentionDims&, bool, double,
-                                         const AttentionOperands<double>&);
+GRADLAB_ATTENTION_KERNELS(GRADLAB_INSTANTIATE_KERNEL)
 
 }  // namespace gradlab::kernels

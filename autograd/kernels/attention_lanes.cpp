@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/kernels/kernel_list.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/kernels/simd.h"
 #include "autograd/kernels/softmax.h"
@@ -320,19 +321,6 @@ void attention_lanes_backward(const T* g, const T* saved, const AttentionDims& d
   });
 }
 
-template bool attention_lanes_fit<float>(const AttentionDims&);
-template bool attention_lanes_fit<double>(const AttentionDims&);
-template int64_t attention_lanes_saved_size<float>(const AttentionDims&);
-template int64_t attention_lanes_saved_size<double>(const AttentionDims&);
-template void attention_lanes_forward<float>(const AttentionOperands<const float>&,
-                                             const AttentionDims&, const AttentionMask&, float,
-                                             float*, float*, float*);
-template void attention_lanes_forward<double>(const AttentionOperands<const double>&,
-                                              const AttentionDims&, const AttentionMask&, double,
-                                              double*, double*, double*);
-template void attention_lanes_backward<float>(const float*, const float*, const AttentionDims&,
-                                              bool, float, const AttentionOperands<float>&);
-template void attention_lanes_backward<double>(const double*, const double*, const AttentionDims&,
-                                               bool, double, const AttentionOperands<double>&);
+GRADLAB_ATTENTION_LANES_KERNELS(GRADLAB_INSTANTIATE_KERNEL)
 
 }  // namespace gradlab::kernels

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/kernel_list.h"
 #include "autograd/kernels/rows.h"
 
 namespace gradlab::kernels {
@@ -31,10 +32,6 @@ void scores(const T* q, int64_t q_stride, const T* k, int64_t kv_stride, const A
 }
 
 }  // namespace
-
-bool attention_tiles_fit(const AttentionDims& d, bool causal) {
-  return d.Tk >= (causal ? 256 : 1024);
-}
 
 template <class T>
 void attention_tiles_forward(const AttentionOperands<const T>& in, const AttentionDims& d,
@@ -173,22 +170,6 @@ void attention_tiles_backward(const T* g, const AttentionOperands<const T>& in, 
   }
 }
 
-template void attention_tiles_forward<float>(const AttentionOperands<const float>&,
-                                             const AttentionDims&, const AttentionMask&, float,
-                                             float*, float*, const AttentionTiles&);
-template void attention_tiles_forward<double>(const AttentionOperands<const double>&,
-                                              const AttentionDims&, const AttentionMask&, double,
-                                              double*, double*, const AttentionTiles&);
-template void attention_tiles_backward<float>(const float*, const AttentionOperands<const float>&,
-                                              const float*, const float*, const AttentionDims&,
-                                              const AttentionMask&, float,
-                                              const AttentionOperands<float>&,
-                                              const AttentionTiles&);
-template void attention_tiles_backward<double>(const double*,
-                                               const AttentionOperands<const double>&,
-                                               const double*, const double*, const AttentionDims&,
-                                               const AttentionMask&, double,
-                                               const AttentionOperands<double>&,
-                                               const AttentionTiles&);
+GRADLAB_ATTENTION_TILES_KERNELS(GRADLAB_INSTANTIATE_KERNEL)
 
 }  // namespace gradlab::kernels

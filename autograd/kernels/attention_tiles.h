@@ -30,7 +30,9 @@ namespace gradlab::kernels {
 // memory than the recomputation costs time, and at 4096 keys (512 MiB of weights at C = 256 with
 // 8 heads) no longer stay in any cache. The crossovers are measured (BENCHMARKS.md, "Attention";
 // tests pin the rule).
-bool attention_tiles_fit(const AttentionDims& d, bool causal);
+inline bool attention_tiles_fit(const AttentionDims& d, bool causal) {
+  return d.Tk >= (causal ? 256 : 1024);
+}
 
 // Query rows and keys per tile: a 128 x 256 float tile of scores is 128 KiB, next to the same
 // of its gradient, in the second-level cache; smaller tiles measured slower. Tests pass small

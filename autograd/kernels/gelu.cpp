@@ -7,6 +7,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/kernel_list.h"
 #include "autograd/kernels/simd.h"
 
 namespace gradlab::kernels {
@@ -51,9 +52,6 @@ void gelu_backward(const T* x, const T* y, const T* g, T* dx, int64_t n) {
   });
 }
 
-template void gelu_forward<float>(const float*, float*, int64_t);
-template void gelu_forward<double>(const double*, double*, int64_t);
-template void gelu_backward<float>(const float*, const float*, const float*, float*, int64_t);
-template void gelu_backward<double>(const double*, const double*, const double*, double*, int64_t);
+GRADLAB_GELU_KERNELS(GRADLAB_INSTANTIATE_KERNEL)
 
 }  // namespace gradlab::kernels

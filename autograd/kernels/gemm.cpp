@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "autograd/kernels/kernel_list.h"
 #include "autograd/kernels/simd.h"
 
 namespace gradlab::kernels {
@@ -281,9 +282,6 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c,
   }
 }
 
-template void gemm<float>(int64_t, int64_t, int64_t, MatrixRef<float>, MatrixRef<float>, float*,
-                          int64_t, bool, const float*, bool);
-template void gemm<double>(int64_t, int64_t, int64_t, MatrixRef<double>, MatrixRef<double>, double*,
-                           int64_t, bool, const double*, bool);
+GRADLAB_GEMM_KERNELS(GRADLAB_INSTANTIATE_KERNEL)
 
 }  // namespace gradlab::kernels

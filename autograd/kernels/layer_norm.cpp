@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/kernel_list.h"
 #include "autograd/kernels/rows.h"
 
 namespace gradlab::kernels {
@@ -102,14 +103,6 @@ void layer_norm_backward(const T* x, const T* g, const T* weight, const T* mean,
   }
 }
 
-template void layer_norm_forward<float>(const float*, const float*, const float*, float, int64_t,
-                                        int64_t, float*, float*, float*);
-template void layer_norm_forward<double>(const double*, const double*, const double*, double,
-                                         int64_t, int64_t, double*, double*, double*);
-template void layer_norm_backward<float>(const float*, const float*, const float*, const float*,
-                                         const float*, int64_t, int64_t, float*, float*, float*);
-template void layer_norm_backward<double>(const double*, const double*, const double*,
-                                          const double*, const double*, int64_t, int64_t, double*,
-                                          double*, double*);
+GRADLAB_LAYER_NORM_KERNELS(GRADLAB_INSTANTIATE_KERNEL)
 
 }  // namespace gradlab::kernels

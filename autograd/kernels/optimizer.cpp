@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "autograd/kernels/kernel_list.h"
+
 namespace gradlab::kernels {
 
 template <class T>
@@ -42,11 +44,6 @@ void adam_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamStep<T>& ste
   }
 }
 
-template void sgd_update<float>(float*, const float*, float*, int64_t, const SgdStep<float>&);
-template void sgd_update<double>(double*, const double*, double*, int64_t, const SgdStep<double>&);
-template void adam_update<float>(float*, const float*, float*, float*, int64_t,
-                                 const AdamStep<float>&);
-template void adam_update<double>(double*, const double*, double*, double*, int64_t,
-                                  const AdamStep<double>&);
+GRADLAB_OPTIMIZER_KERNELS(GRADLAB_INSTANTIATE_KERNEL)
 
 }  // namespace gradlab::kernels

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/kernel_list.h"
 
 namespace gradlab::kernels {
 namespace {
@@ -128,17 +129,6 @@ void cross_entropy_backward(const T* log_probs, const int64_t* targets, int64_t 
   }
 }
 
-#define GRADLAB_SOFTMAX_KERNELS(T)                                                                \
-  template void softmax_rows_forward<T>(const T*, T*, const SoftmaxRows&);                        \
-  template void softmax_rows_backward<T>(const T*, const T*, T*, const SoftmaxRows&);             \
-  template void log_softmax_rows_forward<T>(const T*, T*, const SoftmaxRows&);                    \
-  template void log_softmax_rows_backward<T>(const T*, const T*, T*, const SoftmaxRows&);         \
-  template double cross_entropy_forward<T>(const T*, const int64_t*, int64_t, int64_t, int64_t,   \
-                                           T*);                                                   \
-  template void cross_entropy_backward<T>(const T*, const int64_t*, int64_t, int64_t, int64_t, T, \
-                                          T*);
-GRADLAB_SOFTMAX_KERNELS(float)
-GRADLAB_SOFTMAX_KERNELS(double)
-#undef GRADLAB_SOFTMAX_KERNELS
+GRADLAB_SOFTMAX_KERNELS(GRADLAB_INSTANTIATE_KERNEL)
 
 }  // namespace gradlab::kernels

@@ -4,5 +4,4 @@
 
 // The one symbol of the variant's object that stays global.
 extern "C" const gradlab::kernels::KernelVariant GRADLAB_KERNEL_VARIANT{
-    gradlab::kernels::entry_points<float>(), gradlab::kernels::entry_points<double>(),
-    &gradlab::kernels::attention_tiles_fit};
+    gradlab::kernels::entry_points<float>(), gradlab::kernels::entry_points<double>()};

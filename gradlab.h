@@ -6,7 +6,11 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "data/data_source.h"
+#include "data/sequence_task.h"
 #include "data/task.h"
+#include "data/tasks.h"
+#include "data/text_task.h"
 #include "nn/attention.h"
 #include "nn/layers.h"
 #include "nn/models.h"

@@ -33,7 +33,7 @@ TEST(PreRegistryCheckpoints, CopyRunLoadsWithItsMetrics) {
   EXPECT_EQ(run.config.batch_size, 8);
   EXPECT_EQ(run.config.eval_size, 16);
   EXPECT_EQ(run.config.seed, 3u);
-  EXPECT_EQ(run.config.target_accuracy, 0.95);
+  EXPECT_EQ(run.config.target_exact_match, 0.95);
   const Metrics m = run.trainer->evaluate();
   EXPECT_NEAR(m.loss, 2.044278, 5e-7);
   EXPECT_NEAR(m.token_accuracy, 0.234375, 1e-12);  // 15 of 64 positions
@@ -92,7 +92,7 @@ TEST(PreRegistryCheckpoints, OldConfigFileStillTrains) {
   EXPECT_EQ(run.config.task.length, 4);
   EXPECT_EQ(run.config.task.num_symbols, 6);
   EXPECT_EQ(run.config.net.d_model, 16);
-  EXPECT_EQ(run.config.target_accuracy, 0.95);
+  EXPECT_EQ(run.config.target_exact_match, 0.95);
 }
 
 }  // namespace pre_registry_checkpoints

@@ -127,7 +127,7 @@ class CliObserver : public SignalObserver {
  public:
   CliObserver(const RunConfig& config, int64_t first_step)
       : metrics_((fs::path(config.out_dir) / "metrics.csv").string()),
-        progress_(config.steps, config.task.name == "text"),
+        progress_(config.steps, make_task(config)->language_model() != nullptr),
         total_steps_(config.steps),
         first_step_(first_step) {}
 
@@ -168,11 +168,11 @@ class CliObserver : public SignalObserver {
 
 struct Options {
   RunConfig config;
-  std::string resume;                              // --resume path
-  std::optional<CheckpointData> resumed;           // its contents
-  std::shared_ptr<const data::TextCorpus> corpus;  // --task text: the file, read once
-  bool overwrite = false;                          // --overwrite
-  std::vector<std::string> earlier_checkpoints;    // of the run a resume continues in --out
+  std::string resume;                            // --resume path
+  std::optional<CheckpointData> resumed;         // its contents
+  std::shared_ptr<const data::Task> task;        // its data read once (a language model: the file)
+  bool overwrite = false;                        // --overwrite
+  std::vector<std::string> earlier_checkpoints;  // of the run a resume continues in --out
   // What --overwrite replaces in --out, removed once training is about to start: an earlier
   // run's files, or on a resume the checkpoints and metrics rows after the resumed step.
   std::vector<std::string> replaced;
@@ -296,6 +296,7 @@ int parse(const std::vector<std::string>& args, Options& opts, bool writer = tru
   } catch (po::error& e) {
     return usage_error("train", std::string(config_file) + ": " + error_message(e), options);
   }
+  apply_old_names(vm, opts.config);
   if (!opts.resume.empty()) {
     const RunConfig given = opts.config;
     std::error_code not_a_directory;  // a name the system refuses is left to the checks below
@@ -346,7 +347,7 @@ int parse(const std::vector<std::string>& args, Options& opts, bool writer = tru
   }
   try {
     check_fields(opts.config);  // a usage error costs no time reading the text
-    if (opts.config.task.name == "text") opts.corpus = load_text_corpus(opts.config);
+    opts.task = prepare_task(opts.config);
     finalize(opts.config);
   } catch (const ConfigError& e) {
     return usage_error("train", e.what(), options);
@@ -391,8 +392,8 @@ uint64_t binary_fingerprint() {
 // Refuses to train unless every process of the group runs the same gradlab on the same kernel
 // variant, configuration, text and starting state (parameters, optimizer, step): processes that
 // differ would train different models while summing their gradients. Returns -1 or an exit code.
-int check_same_start(const RunConfig& config, const data::TextCorpus* corpus,
-                     const Trainer& trainer, ProcessGroup& group) {
+int check_same_start(const RunConfig& config, const data::Task& task, const Trainer& trainer,
+                     ProcessGroup& group) {
   const std::string settings = to_config_file(config);
   const std::vector<std::pair<std::string, uint64_t>> checks = {
       {"gradlab binary", binary_fingerprint()},
@@ -402,7 +403,7 @@ int check_same_start(const RunConfig& config, const data::TextCorpus* corpus,
            "; on processors that differ, set GRADLAB_ISA to the lowest on every process)",
        static_cast<uint64_t>(kernel_isa())},
       {"configuration", data::fingerprint(settings.data(), settings.size())},
-      {"text (--data)", corpus ? corpus->fingerprint() : 0},
+      {"text (--data)", task.data_fingerprint()},
       {"starting state (parameters, optimizer, step; on --resume, the checkpoint read)",
        trainer.state_hash()},
   };
@@ -437,7 +438,7 @@ int run_train(const std::vector<std::string>& args) {
   const RunConfig& config = opts.config;
   omp_set_num_threads(static_cast<int>(config.threads));
 
-  Trainer trainer(config, opts.corpus);
+  Trainer trainer(config, opts.task);
   if (opts.resumed) trainer.restore(*opts.resumed, opts.resume);
   if (group.size() > 1) {
     try {
@@ -446,7 +447,7 @@ int run_train(const std::vector<std::string>& args) {
       if (writer) std::cerr << "gradlab train: " << e.what() << '\n';
       return kExitUsage;
     }
-    if (const int code = check_same_start(config, opts.corpus.get(), trainer, group); code >= 0) {
+    if (const int code = check_same_start(config, *opts.task, trainer, group); code >= 0) {
       return code;
     }
   }
@@ -475,8 +476,8 @@ int run_train(const std::vector<std::string>& args) {
   if (writer) cli.emplace(config, trainer.step());
   const LoopPolicy policy{.steps = config.steps,
                           .eval_every = config.eval_every,
-                          .target_accuracy = config.target_accuracy,
-                          .best_by_loss = config.task.name == "text",
+                          .target_exact_match = config.target_exact_match,
+                          .best_by_loss = make_task(config)->language_model() != nullptr,
                           .out_dir = config.out_dir,
                           .save_every = config.save_every,
                           .keep = config.keep,

@@ -61,10 +61,22 @@ namespace {
 // The fields of a run around its task's: `task`, then task_fields, then the rest.
 std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigField>& task_fields) {
   static const std::string task_help = "task: " + data::task_names() + " (docs/tasks.md)";
+  static const std::string model_help =
+      name_list(nn::model_kinds()) + " (decoder-only, or encoder-decoder)";
+  static const std::string optimizer_help = [] {
+    std::vector<std::string> names;
+    for (const OptimizerRow& row : optimizer_kinds()) names.push_back(row.name);
+    return name_list(names);
+  }();
+  static const std::string schedule_help = [] {
+    std::vector<std::string> names;
+    for (const ScheduleKind& kind : schedule_kinds()) names.push_back(kind.name);
+    return name_list(names);
+  }();
   std::vector<ConfigField> fields{{"task", &c.task.name, task_help.c_str()}};
   fields.insert(fields.end(), task_fields.begin(), task_fields.end());
   const std::vector<ConfigField> rest{
-      {"model", &c.model, "decoder (decoder-only) or seq2seq (encoder-decoder)"},
+      {"model", &c.model, model_help.c_str()},
       {"d-model", &c.net.d_model, "model width C"},
       {"heads", &c.net.num_heads, "attention heads H (must divide d-model)"},
       {"kv-heads", &c.net.num_kv_heads, "K/V heads (0: same as heads; 1: multi-query)"},
@@ -74,7 +86,7 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"pre-norm", &c.net.pre_norm, "pre-LayerNorm blocks (false: post-LayerNorm)"},
       {"learned-positions", &c.net.learned_positions,
        "learned position embedding (false: sinusoidal)"},
-      {"optimizer", &c.optimizer.name, "sgd, adam or adamw"},
+      {"optimizer", &c.optimizer.name, optimizer_help.c_str()},
       {"lr", &c.schedule.lr, "peak learning rate"},
       {"beta1", &c.optimizer.beta1, "Adam/AdamW beta1"},
       {"beta2", &c.optimizer.beta2, "Adam/AdamW beta2"},
@@ -82,7 +94,7 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"weight-decay", &c.optimizer.weight_decay, "weight decay (weight matrices only)"},
       {"momentum", &c.optimizer.momentum, "SGD momentum"},
       {"nesterov", &c.optimizer.nesterov, "SGD Nesterov momentum"},
-      {"schedule", &c.schedule.name, "constant, cosine or noam"},
+      {"schedule", &c.schedule.name, schedule_help.c_str()},
       {"warmup", &c.schedule.warmup_steps, "linear warm-up steps"},
       {"min-lr", &c.schedule.min_lr, "cosine: final learning rate"},
       {"batch-size", &c.batch_size, "sequences per step"},

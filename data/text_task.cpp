@@ -157,7 +157,8 @@ std::vector<ConfigField> text_task_fields(TaskConfig& c) {
   TextOptions& t = c.text;
   return {
       {"data", &t.data, "--task text: the text file to model", true, true},
-      {"tokenizer", &t.tokenizer, "--task text: char (Unicode characters) or byte", true, true},
+      {"tokenizer", &t.tokenizer, "--task text: char (Unicode characters) or byte (any file)", true,
+       true},
       {"context", &t.context, "--task text: tokens the model reads at once", true, true},
       {"val-fraction", &t.val_fraction, "--task text: the end of the file held out", true, true},
       {"eval-iters", &t.eval_iters, "--task text: validation windows per evaluation", true, true},

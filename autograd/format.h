@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gradlab {
 
@@ -59,6 +60,16 @@ inline std::string quote(std::string_view text) {
   std::string out = "'";
   out += bounded(text);
   out += '\'';
+  return out;
+}
+
+// "a, b or c": the names of a table's rows, for help lines and errors.
+inline std::string name_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += names[i];
+  }
   return out;
 }
 

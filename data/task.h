@@ -1,70 +1,107 @@
-// Toy sequence tasks, generated deterministically: a batch is a pure function of
-// (seed, step), so a resumed run sees exactly the batches it would have seen.
-//
-// Vocabulary: 0 = separator, 1..num_symbols = data symbols, num_symbols + 1 = padding;
-// vocab_size = num_symbols + 2. A sample is a prompt, the separator, then the answer
-// (n = length):
-//   copy     x1..xn SEP x1..xn              prompt n, answer n
-//   reverse  x1..xn SEP xn..x1              prompt n, answer n
-//   sort     x1..xn SEP sorted(x)           prompt n, answer n (ascending, repeats kept)
-//   recall   k1 v1 .. kn vn q SEP v(q)      prompt 2n + 1, answer 1
-// Data symbols are drawn uniformly with gen.below(num_symbols) + 1. Recall keys are distinct
-// (a partial Fisher-Yates shuffle of 1..num_symbols, so num_symbols >= length), values are
-// uniform and may repeat, and the query is a uniformly chosen key: the query belongs to the
-// prompt, so the only predicted token is its value.
-//
-// Streams: training batch `step` (>= 0) of `seed` draws its rows in order from one generator
-// seeded by a hash of (seed, step) that is a bijection of step for a fixed seed; the held-out
-// set draws from the same hash at an index no training step uses. Batches therefore do not
-// depend on call order, and heldout(seed, m) is a prefix of heldout(seed, n) for m <= n.
+// A task: what a run learns, behind one interface. Each kind is one class in data/ and one row
+// of the table in data/tasks.h (the sequence tasks copy, reverse, sort and recall; text, a
+// language model on a file). The trainer, the checkpoint's /config and the command line ask
+// the task; none of them compares a task's name.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "autograd/indices.h"
-#include "autograd/random.h"
+#include "data/config_field.h"
+#include "data/data_source.h"
+#include "data/text_options.h"
+#include "nn/sequence_model.h"
 
 namespace gradlab::data {
 
-constexpr int64_t kSeparator = 0;
+class LanguageModelTask;
+class SequenceTask;
+class Vocabulary;
 
+// A task's settings. The sequence tasks read length and num_symbols, the text task its own
+// struct; a checkpoint's /config holds only the fields of its task (Task::fields).
 struct TaskConfig {
-  std::string name = "copy";  // copy | reverse | sort | recall
-  int64_t length = 10;        // data tokens per sample (recall: key-value pairs)
-  int64_t num_symbols = 10;   // data symbols 1..num_symbols
+  std::string name = "copy";  // a row of task_kinds()
+  int64_t length = 10;        // sequence tasks: data tokens per sample (recall: key-value pairs)
+  int64_t num_symbols = 10;   // sequence tasks: data symbols 1..num_symbols
+  TextOptions text;           // the text task
+};
+
+// One held-out set's size, for the size checks and the memory estimate.
+struct HeldoutSize {
+  int64_t rows = 0, positions = 0;
+  std::string flag;  // the flag that sets rows: "--eval-size 512"
+  std::string what;  // for messages: "[sequences, T] held-out set"
 };
 
 class Task {
  public:
-  // Throws ConfigError naming the field for an unknown name or a bad size.
-  explicit Task(const TaskConfig& config);
+  virtual ~Task() = default;
 
-  const TaskConfig& config() const { return config_; }
-  int64_t vocab_size() const { return config_.num_symbols + 2; }
-  int64_t padding() const { return config_.num_symbols + 1; }
-  int64_t prompt_length() const;  // tokens before the separator
-  int64_t answer_length() const;  // tokens after it
-  int64_t sample_length() const { return prompt_length() + 1 + answer_length(); }
+  const std::string& name() const { return name_; }
+  // Vocabulary size V.
+  virtual int64_t vocab_size() const = 0;
+  // Positions a model of this kind (nn::model_kinds()) needs for the task's sequences. Throws
+  // ConfigError for a kind that cannot read them.
+  virtual int64_t positions(const std::string& model_kind) const = 0;
+  // The flags that size a sequence and the vocabulary, for messages: "--length 10",
+  // "--symbols 10".
+  virtual std::string length_flag() const = 0;
+  virtual std::string vocabulary_flag() const = 0;
+  // The held-out set: its rows given --eval-size, and its positions given the model's.
+  virtual HeldoutSize heldout_size(int64_t eval_size, int64_t model_positions) const = 0;
 
-  // One sample drawn from gen: prompt, separator, answer.
-  std::vector<int64_t> sample(Generator& gen) const;
-  // The correct answer for a prompt (for greedy-decoding checks in `gradlab predict`).
-  std::vector<int64_t> answer(const std::vector<int64_t>& prompt) const;
-  // Throws ConfigError naming the problem if prompt is not a valid prompt for this task.
-  void validate_prompt(const std::vector<int64_t>& prompt) const;
+  // Reads what the task needs before its sizes are known (text: the file, whose vocabulary it
+  // stores in config.text.vocabulary unless config has one already). Throws ConfigError
+  // naming the file or flag. Nothing to do for a generated task.
+  virtual void prepare(TaskConfig&) {}
+  // The task's batches and held-out set as `model` reads them (nn::SequenceModel::view).
+  virtual std::shared_ptr<const DataSource> data_source(
+      std::shared_ptr<const nn::SequenceModel> model, uint64_t seed, int64_t batch_size,
+      int64_t eval_size) const = 0;
 
-  // Training batch number `step` of the stream `seed`: batch_size samples [B, L], each
-  // prompt, separator, answer (L = sample_length()); a model reads them through its view
-  // (nn/sequence_model.h). Throws ConfigError for step < 0 or batch_size < 1.
-  Indices samples(uint64_t seed, int64_t step, int64_t batch_size) const;
-  // The fixed held-out set [count, L]: drawn from a stream separate from every training
-  // stream. Throws ConfigError for count < 1.
-  Indices heldout(uint64_t seed, int64_t count) const;
+  // A language model reads running text and predicts every next token: its runs are judged by
+  // the held-out loss, its progress line counts tokens, `gradlab eval` reports bits per token
+  // and scores any file, and `gradlab sample` writes text from it. Null for a task that
+  // answers prompts instead (sequence_task()).
+  virtual const LanguageModelTask* language_model() const { return nullptr; }
+  // The task's prompts and answers, for `gradlab predict` and `attention`; null for a language
+  // model.
+  virtual const SequenceTask* sequence_task() const { return nullptr; }
+
+ protected:
+  explicit Task(std::string name) : name_(std::move(name)) {}
 
  private:
-  TaskConfig config_;
+  std::string name_;
+};
+
+// A task whose samples are running text in a vocabulary of tokens.
+class LanguageModelTask : public Task {
+ public:
+  const LanguageModelTask* language_model() const override { return this; }
+  virtual const Vocabulary& vocabulary() const = 0;
+  // Tokens the model reads at once.
+  virtual int64_t context() const = 0;
+  // The tokens prepare() read (or the constructor was given) as bytes, empty before: what the
+  // processes of a training group compare.
+  virtual std::string_view token_bytes() const = 0;
+  // What a token is, for "bits per character": "character" or "byte".
+  virtual std::string token_unit() const = 0;
+  // What the held-out set is read from, for messages: "input.txt (validation split)".
+  virtual std::string heldout_description() const = 0;
+  // Every token of the file at path, read with the model's vocabulary, as the held-out set
+  // (to score a model on any text); training batches as data_source's. Throws ConfigError
+  // naming the file.
+  virtual std::shared_ptr<const DataSource> file_source(
+      const std::string& path, std::shared_ptr<const nn::SequenceModel> model, uint64_t seed,
+      int64_t batch_size) const = 0;
+
+ protected:
+  using Task::Task;
 };
 
 }  // namespace gradlab::data

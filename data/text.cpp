@@ -16,6 +16,15 @@ namespace fs = std::filesystem;
 
 constexpr size_t kBlockBytes = size_t{1} << 20;
 
+// The tokenizer a --tokenizer value names; the error names the flag.
+Tokenizer tokenizer_flag(const std::string& name) {
+  try {
+    return tokenizer_named(name);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("--tokenizer: ") + e.what());
+  }
+}
+
 // Length of the UTF-8 sequence a lead byte opens, 0 for a byte that cannot open one.
 int sequence_length(unsigned char lead) {
   if (lead < 0x80) return 1;
@@ -123,7 +132,7 @@ std::string encode_utf8(char32_t c) {
 
 Vocabulary Vocabulary::bytes() {
   Vocabulary v;
-  v.kind_ = "byte";
+  v.kind_ = Tokenizer::Byte;
   return v;
 }
 
@@ -134,18 +143,19 @@ Vocabulary Vocabulary::characters(std::vector<char32_t> code_points) {
     throw ConfigError("char vocabulary: a character appears twice");
   }
   Vocabulary v;
-  v.kind_ = "char";
+  v.kind_ = Tokenizer::Char;
   v.symbols_ = std::move(code_points);
   return v;
 }
 
 Vocabulary Vocabulary::deserialize(const std::string& kind, const std::string& symbols) {
-  if (kind == "byte") {
+  return deserialize(tokenizer_named(kind), symbols);
+}
+
+Vocabulary Vocabulary::deserialize(Tokenizer kind, const std::string& symbols) {
+  if (kind == Tokenizer::Byte) {
     if (!symbols.empty()) throw ConfigError("byte vocabulary: unexpected symbols");
     return bytes();
-  }
-  if (kind != "char") {
-    throw ConfigError("unknown tokenizer " + quote(kind) + " (expected char or byte)");
   }
   std::vector<char32_t> code_points;
   for (size_t offset = 0; offset < symbols.size();) {
@@ -162,7 +172,7 @@ std::string Vocabulary::serialize() const {
 
 std::vector<int64_t> Vocabulary::encode(std::string_view text) const {
   std::vector<int64_t> tokens;
-  if (kind_ == "byte") {
+  if (kind_ == Tokenizer::Byte) {
     for (char c : text) tokens.push_back(static_cast<unsigned char>(c));
     return tokens;
   }
@@ -182,24 +192,20 @@ std::string Vocabulary::decode(int64_t token) const {
     throw IndexError("token " + format_number(token) + " is outside the vocabulary of " +
                      format_number(size()));
   }
-  if (kind_ == "byte") return std::string(1, static_cast<char>(token));
+  if (kind_ == Tokenizer::Byte) return std::string(1, static_cast<char>(token));
   return encode_utf8(symbols_[static_cast<size_t>(token)]);
 }
 
 TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer, double val_fraction)
-    : TextCorpus(path, tokenizer, nullptr, val_fraction) {}
+    : TextCorpus(path, tokenizer_flag(tokenizer), nullptr, val_fraction) {}
 
 TextCorpus::TextCorpus(const std::string& path, const Vocabulary& vocabulary, double val_fraction)
     : TextCorpus(path, vocabulary.kind(), &vocabulary, val_fraction) {}
 
-TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer,
-                       const Vocabulary* fixed, double val_fraction)
+TextCorpus::TextCorpus(const std::string& path, Tokenizer tokenizer, const Vocabulary* fixed,
+                       double val_fraction)
     : path_(path) {
   const auto fail = [&](const std::string& problem) { return ConfigError(path + ": " + problem); };
-  if (tokenizer != "char" && tokenizer != "byte") {
-    throw ConfigError("--tokenizer: unknown tokenizer " + quote(tokenizer) +
-                      " (expected char or byte)");
-  }
   if (!(val_fraction > 0 && val_fraction < 1)) {
     throw ConfigError("--val-fraction must be in (0, 1), got " + format_number(val_fraction));
   }
@@ -212,7 +218,7 @@ TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer,
   if (!in) throw fail("cannot be read");
 
   std::string block(kBlockBytes, '\0');
-  if (tokenizer == "byte") {
+  if (tokenizer == Tokenizer::Byte) {
     vocabulary_ = Vocabulary::bytes();
     std::vector<uint8_t> bytes;
     while (in) {
@@ -247,8 +253,8 @@ TextCorpus::TextCorpus(const std::string& path, const std::string& tokenizer,
           code_points.push(c);
         }
       } catch (const InvalidUtf8&) {
-        throw fail("invalid UTF-8 at byte " + format_number(consumed + offset) +
-                   " (--tokenizer byte reads any file)");
+        throw fail("invalid UTF-8 at byte " + format_number(consumed + offset) + " (--tokenizer " +
+                   tokenizer_kind(Tokenizer::Byte).name + " reads any file)");
       }
       carry = text.substr(offset);
       consumed += offset;

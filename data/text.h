@@ -21,6 +21,7 @@
 
 #include "autograd/error.h"
 #include "autograd/indices.h"
+#include "data/tokenizer.h"
 
 namespace gradlab::data {
 
@@ -33,10 +34,14 @@ class Vocabulary {
   // The distinct code points of a text, sorted; throws ConfigError if a code point repeats.
   static Vocabulary characters(std::vector<char32_t> code_points);
   // Inverse of serialize(); throws ConfigError naming the problem.
+  static Vocabulary deserialize(Tokenizer kind, const std::string& symbols);
+  // The same with the tokenizer's name; throws ConfigError for an unknown one.
   static Vocabulary deserialize(const std::string& kind, const std::string& symbols);
 
-  const std::string& kind() const { return kind_; }  // "char" or "byte"
-  int64_t size() const { return kind_ == "byte" ? 256 : static_cast<int64_t>(symbols_.size()); }
+  Tokenizer kind() const { return kind_; }
+  int64_t size() const {
+    return kind_ == Tokenizer::Byte ? 256 : static_cast<int64_t>(symbols_.size());
+  }
   // The symbols as UTF-8 (char: the code points in token order; byte: empty).
   std::string serialize() const;
   const std::vector<char32_t>& code_points() const { return symbols_; }  // char only
@@ -48,7 +53,7 @@ class Vocabulary {
   std::string decode(int64_t token) const;
 
  private:
-  std::string kind_;
+  Tokenizer kind_ = Tokenizer::Char;
   std::vector<char32_t> symbols_;  // char: code point of each token, ascending
 };
 
@@ -98,7 +103,7 @@ class TextCorpus {
   Indices all_windows(int64_t length) const;
 
  private:
-  TextCorpus(const std::string& path, const std::string& tokenizer, const Vocabulary* fixed,
+  TextCorpus(const std::string& path, Tokenizer tokenizer, const Vocabulary* fixed,
              double val_fraction);
   Indices windows(const std::vector<int64_t>& starts, int64_t length) const;
   // Windows from `begin` to the end of the file, each starting at the last token of the one

@@ -76,7 +76,7 @@ CASES = [
                             "--learned-positions=0"]),
 ]
 TRAIN_FLAGS = ["--steps", "60", "--warmup", "10", "--eval-every", "60", "--eval-size", "32",
-               "--batch-size", "32", "--target-accuracy", "0", "--threads", "1"]
+               "--batch-size", "32", "--target-exact-match", "0", "--threads", "1"]
 
 
 class GradlabError(Exception):

@@ -142,14 +142,15 @@ TEST_F(CliTest, HelpOfEverySubcommandPrintsItsOptions) {
   }
   // Every hyperparameter flag of train, with its default.
   const CommandResult r = run_gradlab({"train", "--help"});
-  for (const char* flag : {"--task", "--length", "--heads", "--layers", "--dropout", "--lr",
-                           "--optimizer", "--schedule", "--steps", "--resume", "--config",
-                           "--save-every", "--keep", "--target-accuracy", "--seed"}) {
+  for (const char* flag :
+       {"--task", "--length", "--heads", "--layers", "--dropout", "--lr", "--optimizer",
+        "--schedule", "--steps", "--resume", "--config", "--save-every", "--keep",
+        "--target-exact-match", "--target-accuracy", "--seed"}) {
     EXPECT_TRUE(contains(r.out, flag)) << "train --help does not list " << flag;
   }
   // Defaults as typed, not as the nearest 17-digit expansion of the double.
   for (const char* shown : {"--lr arg (=0.003)", "--beta2 arg (=0.98)", "--eps arg (=1e-08)",
-                            "--target-accuracy arg (=0.99)", "--clip arg (=1)"}) {
+                            "--target-exact-match arg (=0.99)", "--clip arg (=1)"}) {
     EXPECT_TRUE(contains(r.out, shown)) << "train --help does not show " << shown << ":\n" << r.out;
   }
 }

@@ -71,7 +71,7 @@ std::vector<double> default_run_losses(const std::string& model) {
   Trainer trainer(default_config(model));
   LoopPolicy policy;
   policy.steps = kSteps;
-  policy.target_accuracy = 0;
+  policy.target_exact_match = 0;
   fit(trainer, policy, losses);
   return losses.values;
 }

@@ -64,7 +64,7 @@ TEST(Divergence, ExplodingWeightsAreNeverSaved) {
   policy.steps = 200;
   policy.eval_every = 5;
   policy.save_every = 5;
-  policy.target_accuracy = 0;
+  policy.target_exact_match = 0;
   policy.out_dir = tmp.file("run");
   Observer quiet;
   const FitResult result = fit(trainer, policy, quiet);
@@ -116,7 +116,7 @@ TEST(Divergence, ALossFarAboveItsRunningLevelStopsTheRunBeforeItsNextSave) {
   policy.steps = 300;
   policy.eval_every = 1000;
   policy.save_every = 50;
-  policy.target_accuracy = 0;
+  policy.target_exact_match = 0;
   policy.out_dir = tmp.file("run");
   Observer quiet;
   const FitResult result = fit(trainer, policy, quiet);

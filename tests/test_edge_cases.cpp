@@ -26,6 +26,7 @@
 #include "autograd/graph.h"
 #include "autograd/ops.h"
 #include "cli_runner.h"
+#include "data/tasks.h"
 #include "nn/attention.h"
 #include "tests/test_helpers.h"
 #include "train/config.h"
@@ -282,11 +283,11 @@ void expect_trains(const train::RunConfig& config) {
   EXPECT_TRUE(std::isfinite(m.loss));
   EXPECT_GE(m.exact_match, 0);
   EXPECT_LE(m.exact_match, 1);
-  const data::Task task(config.task);
-  std::vector<int64_t> prompt(static_cast<size_t>(task.prompt_length()), 1);
+  const auto task = data::make_sequence_task(config.task);
+  std::vector<int64_t> prompt(static_cast<size_t>(task->prompt_length()), 1);
   if (config.task.name == "recall") prompt = {1, 2, 1};
-  EXPECT_EQ(trainer.model().greedy_decode(prompt, data::kSeparator, task.answer_length()).size(),
-            static_cast<size_t>(task.answer_length()));
+  EXPECT_EQ(trainer.model().greedy_decode(prompt, data::kSeparator, task->answer_length()).size(),
+            static_cast<size_t>(task->answer_length()));
 }
 
 TEST(EdgeCaseSizes, LengthOneSequencesTrain) {
@@ -301,7 +302,10 @@ TEST(EdgeCaseSizes, LengthOneSequencesTrain) {
 TEST(EdgeCaseSizes, LengthZeroIsAConfigError) {
   for (const std::string task : {"copy", "reverse", "sort", "recall"}) {
     SCOPED_TRACE(task);
-    EXPECT_THROW(data::Task({.name = task, .length = 0}), ConfigError);
+    data::TaskConfig config;
+    config.name = task;
+    config.length = 0;
+    EXPECT_THROW(data::make_task(config), ConfigError);
     EXPECT_THROW(tiny_config("decoder", task, 0, 4, 4), ConfigError);
   }
   TempDir tmp;

@@ -77,7 +77,7 @@ TEST_F(FitTest, EvaluatesEveryNStepsAndAtTheLastAndSavesTheFinalCheckpoint) {
   LoopPolicy policy;
   policy.steps = 25;
   policy.eval_every = 10;
-  policy.target_accuracy = 0;
+  policy.target_exact_match = 0;
   policy.out_dir = dir.file("run");
   Recorder seen;
   const FitResult result = fit(trainer, policy, seen);
@@ -107,7 +107,7 @@ TEST_F(FitTest, SavesEveryNStepsAndKeepsTheNewest) {
   LoopPolicy policy;
   policy.steps = 30;
   policy.eval_every = 1000;
-  policy.target_accuracy = 0;
+  policy.target_exact_match = 0;
   policy.out_dir = dir.file("run");
   policy.save_every = 5;
   policy.keep = 2;
@@ -141,7 +141,7 @@ TEST_F(FitTest, TheFirstEvaluationWritesBestAlsoWhenRankedByLoss) {
   LoopPolicy policy;
   policy.steps = 10;
   policy.eval_every = 5;
-  policy.target_accuracy = 0;
+  policy.target_exact_match = 0;
   policy.best_by_loss = true;
   policy.out_dir = dir.file("run");
   Recorder seen;
@@ -168,7 +168,7 @@ TEST_F(FitTest, PrunesOnlyTheCheckpointsItWrote) {
   LoopPolicy policy;
   policy.steps = 15;
   policy.eval_every = 1000;
-  policy.target_accuracy = 0;
+  policy.target_exact_match = 0;
   policy.out_dir = out;
   policy.save_every = 5;
   policy.keep = 1;
@@ -188,7 +188,7 @@ TEST_F(FitTest, WritesNoFileWithoutAnOutputDirectory) {
   LoopPolicy policy;
   policy.steps = 12;
   policy.eval_every = 5;
-  policy.target_accuracy = 0;
+  policy.target_exact_match = 0;
   Recorder seen;
   const FitResult result = fit(trainer, policy, seen);
   EXPECT_TRUE(seen.checkpoints.empty());

@@ -259,7 +259,7 @@ Metrics train_until(Trainer& trainer, double target, int64_t max_steps) {
   LoopPolicy policy;
   policy.steps = max_steps;
   policy.eval_every = 25;
-  policy.target_accuracy = target;
+  policy.target_exact_match = target;
   Observer quiet;
   return fit(trainer, policy, quiet).last_metrics;
 }
@@ -267,7 +267,7 @@ Metrics train_until(Trainer& trainer, double target, int64_t max_steps) {
 // Greedy (not teacher-forced) decoding of prompts from a generator no training or held-out
 // stream uses. Teacher-forced accuracy alone would not notice a causal mask that lets a
 // position see the next token; free-running decoding would then fail.
-void expect_greedy_correct(Trainer& trainer, const data::Task& task, int count) {
+void expect_greedy_correct(Trainer& trainer, const data::SequenceTask& task, int count) {
   Generator gen(0x5eed'f00d'cafeULL);
   for (int i = 0; i < count; ++i) {
     const std::vector<int64_t> sample = task.sample(gen);
@@ -300,7 +300,7 @@ TEST_F(TrainTest, EndToEndCopyReachesExactMatchAndDecodesGreedily) {
   Trainer trainer(trainer_config);
   const Metrics m = train_until(trainer, 0.99, 400);
   EXPECT_GE(m.exact_match, 0.95) << "after " << trainer.step() << " steps";
-  expect_greedy_correct(trainer, data::Task(trainer_config.task), 16);
+  expect_greedy_correct(trainer, *data::make_sequence_task(trainer_config.task), 16);
 }
 
 TEST_F(TrainTest, EndToEndReverseReachesExactMatchAndDecodesGreedily) {
@@ -308,7 +308,7 @@ TEST_F(TrainTest, EndToEndReverseReachesExactMatchAndDecodesGreedily) {
   Trainer trainer(trainer_config);
   const Metrics m = train_until(trainer, 0.99, 400);
   EXPECT_GE(m.exact_match, 0.95) << "after " << trainer.step() << " steps";
-  expect_greedy_correct(trainer, data::Task(trainer_config.task), 16);
+  expect_greedy_correct(trainer, *data::make_sequence_task(trainer_config.task), 16);
 }
 
 TEST_F(TrainTest, EndToEndSeq2SeqReverseReachesExactMatchAndDecodesGreedily) {
@@ -316,19 +316,20 @@ TEST_F(TrainTest, EndToEndSeq2SeqReverseReachesExactMatchAndDecodesGreedily) {
   Trainer trainer(trainer_config);
   const Metrics m = train_until(trainer, 0.99, 600);
   EXPECT_GE(m.exact_match, 0.95) << "after " << trainer.step() << " steps";
-  expect_greedy_correct(trainer, data::Task(trainer_config.task), 16);
+  expect_greedy_correct(trainer, *data::make_sequence_task(trainer_config.task), 16);
 }
 
 // A direct check of the causal mask on a trained model: changing the input at position t
 // changes no logit at a position before t.
 TEST_F(TrainTest, FutureTokensDoNotChangeEarlierLogits) {
   const RunConfig config = task_config("copy", "decoder");
-  const data::Task task(config.task);
+  const auto task = data::make_sequence_task(config.task);
   Trainer trainer(config);
   for (int i = 0; i < 30; ++i) trainer.train_step();
   NoGradGuard no_grad;
   trainer.model().eval();
-  const nn::SequenceBatch batch = trainer.model().view(task.samples(7, 1, 4), task.prompt_length());
+  const nn::SequenceBatch batch =
+      trainer.model().view(task->samples(7, 1, 4), task->prompt_length());
   const int64_t length = batch.inputs.shape[1];
   const Tensor base = trainer.model().forward(batch).to(DType::Float32);
   const int64_t vocab = base.size(-1);

@@ -9,7 +9,7 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
-#include "data/text.h"
+#include "data/tasks.h"
 #include "train/memory.h"
 
 namespace gradlab::train {
@@ -56,12 +56,27 @@ void check_elements(const std::string& what, std::initializer_list<int64_t> dims
 
 }  // namespace
 
-std::vector<ConfigField> config_fields(RunConfig& c) {
-  return {
-      {"task", &c.task.name, "task: copy, reverse, sort, recall, or text (with --data)"},
-      {"length", &c.task.length, "data tokens per sample (recall: key-value pairs)"},
-      {"symbols", &c.task.num_symbols, "number of data symbols (vocabulary = symbols + 2)"},
-      {"model", &c.model, "decoder (decoder-only) or seq2seq (encoder-decoder)"},
+namespace {
+
+// The fields of a run around its task's: `task`, then task_fields, then the rest.
+std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigField>& task_fields) {
+  static const std::string task_help = "task: " + data::task_names() + " (docs/tasks.md)";
+  static const std::string model_help =
+      name_list(nn::model_kinds()) + " (decoder-only, or encoder-decoder)";
+  static const std::string optimizer_help = [] {
+    std::vector<std::string> names;
+    for (const OptimizerRow& row : optimizer_kinds()) names.push_back(row.name);
+    return name_list(names);
+  }();
+  static const std::string schedule_help = [] {
+    std::vector<std::string> names;
+    for (const ScheduleKind& kind : schedule_kinds()) names.push_back(kind.name);
+    return name_list(names);
+  }();
+  std::vector<ConfigField> fields{{"task", &c.task.name, task_help.c_str()}};
+  fields.insert(fields.end(), task_fields.begin(), task_fields.end());
+  const std::vector<ConfigField> rest{
+      {"model", &c.model, model_help.c_str()},
       {"d-model", &c.net.d_model, "model width C"},
       {"heads", &c.net.num_heads, "attention heads H (must divide d-model)"},
       {"kv-heads", &c.net.num_kv_heads, "K/V heads (0: same as heads; 1: multi-query)"},
@@ -71,7 +86,7 @@ std::vector<ConfigField> config_fields(RunConfig& c) {
       {"pre-norm", &c.net.pre_norm, "pre-LayerNorm blocks (false: post-LayerNorm)"},
       {"learned-positions", &c.net.learned_positions,
        "learned position embedding (false: sinusoidal)"},
-      {"optimizer", &c.optimizer.name, "sgd, adam or adamw"},
+      {"optimizer", &c.optimizer.name, optimizer_help.c_str()},
       {"lr", &c.schedule.lr, "peak learning rate"},
       {"beta1", &c.optimizer.beta1, "Adam/AdamW beta1"},
       {"beta2", &c.optimizer.beta2, "Adam/AdamW beta2"},
@@ -79,7 +94,7 @@ std::vector<ConfigField> config_fields(RunConfig& c) {
       {"weight-decay", &c.optimizer.weight_decay, "weight decay (weight matrices only)"},
       {"momentum", &c.optimizer.momentum, "SGD momentum"},
       {"nesterov", &c.optimizer.nesterov, "SGD Nesterov momentum"},
-      {"schedule", &c.schedule.name, "constant, cosine or noam"},
+      {"schedule", &c.schedule.name, schedule_help.c_str()},
       {"warmup", &c.schedule.warmup_steps, "linear warm-up steps"},
       {"min-lr", &c.schedule.min_lr, "cosine: final learning rate"},
       {"batch-size", &c.batch_size, "sequences per step"},
@@ -87,8 +102,9 @@ std::vector<ConfigField> config_fields(RunConfig& c) {
       {"clip", &c.clip_norm, "clip gradients to this global norm (0: off)"},
       {"eval-every", &c.eval_every, "steps between held-out evaluations"},
       {"eval-size", &c.eval_size, "held-out sequences"},
-      {"target-accuracy", &c.target_accuracy,
-       "stop once held-out exact match reaches this (0: never)"},
+      {"target-exact-match", &c.target_exact_match,
+       "stop once the held-out exact match (every answer token right) reaches this (0: never)",
+       true, false, true, "target-accuracy"},
       {"seed", &c.seed, "seed of the data, initialisation and dropout streams"},
       {"threads", &c.threads, "OpenMP threads for every kernel", false},
       {"max-memory", &c.max_memory,
@@ -104,14 +120,29 @@ std::vector<ConfigField> config_fields(RunConfig& c) {
        true, true},
       {"init", &c.net.init, "default or gpt2 (normal(0, 0.02), scaled residual projections)", true,
        true},
-      {"data", &c.data, "--task text: the text file to model", true, true},
-      {"tokenizer", &c.tokenizer, "--task text: char (Unicode characters) or byte", true, true},
-      {"context", &c.context, "--task text: tokens the model reads at once", true, true},
-      {"val-fraction", &c.val_fraction, "--task text: the end of the file held out", true, true},
-      {"eval-iters", &c.eval_iters, "--task text: validation windows per evaluation", true, true},
-      {"eval-full", &c.eval_full, "--task text: evaluate on the whole validation split", true,
-       true},
   };
+  fields.insert(fields.end(), rest.begin(), rest.end());
+  return fields;
+}
+
+}  // namespace
+
+std::vector<ConfigField> config_fields(RunConfig& c) {
+  return fields_around(c, data::all_task_fields(c.task));
+}
+
+std::vector<ConfigField> run_fields(RunConfig& c) {
+  return fields_around(c, data::own_task_fields(c.task));
+}
+
+std::unique_ptr<data::Task> make_task(const RunConfig& config) {
+  return data::make_task(config.task);
+}
+
+std::shared_ptr<data::Task> prepare_task(RunConfig& config) {
+  std::shared_ptr<data::Task> task = make_task(config);
+  task->prepare(config.task);
+  return task;
 }
 
 int64_t max_threads() {
@@ -127,8 +158,8 @@ void check_threads(int64_t threads) {
 
 const std::vector<std::string>& resumable_options() {
   static const std::vector<std::string> keys{
-      "steps",   "eval-every",      "save-every", "keep",          "out",
-      "threads", "target-accuracy", "data",       "check-replicas"};
+      "steps", "eval-every",         "save-every",      "keep",          "out", "threads",
+      "data",  "target-exact-match", "target-accuracy", "check-replicas"};
   return keys;
 }
 
@@ -136,49 +167,15 @@ void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::st
   RunConfig source = from;
   const std::vector<ConfigField> source_fields = config_fields(source);
   const std::vector<ConfigField> target_fields = config_fields(to);
+  const auto named = [&](const char* key) {
+    return key && std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
   for (size_t i = 0; i < source_fields.size(); ++i) {
-    if (std::find(keys.begin(), keys.end(), source_fields[i].key) == keys.end()) continue;
+    if (!named(source_fields[i].key) && !named(source_fields[i].old_key)) continue;
     std::visit([&]<class P>(P* p) { *std::get<P*>(target_fields[i].value) = *p; },
                source_fields[i].value);
   }
 }
-
-namespace {
-
-// The task's vocabulary size and the positions the model needs for it.
-std::pair<int64_t, int64_t> task_sizes(const RunConfig& c) {
-  if (c.task.name == "text") {
-    int64_t vocabulary = 0;
-    try {
-      vocabulary = data::Vocabulary::deserialize(c.tokenizer, c.vocabulary).size();
-    } catch (const ConfigError& e) {
-      throw ConfigError(std::string("--tokenizer: ") + e.what());
-    }
-    try {
-      return {vocabulary, nn::positions_for_windows(c.model, c.context)};
-    } catch (const ConfigError& e) {
-      throw ConfigError(std::string("--model: ") + e.what());
-    }
-  }
-  check(c.task.length <= (1 << 20) && c.task.num_symbols <= (1 << 20),
-        "--length and --symbols must be at most 2^20, got " + format_number(c.task.length) +
-            " and " + format_number(c.task.num_symbols));
-  const data::Task task = [&] {
-    try {
-      return data::Task(c.task);
-    } catch (const ConfigError& e) {
-      throw ConfigError(std::string("--task/--length/--symbols: ") + e.what());
-    }
-  }();
-  try {
-    return {task.vocab_size(),
-            nn::positions_needed(c.model, task.prompt_length(), task.answer_length())};
-  } catch (const ConfigError& e) {
-    throw ConfigError(std::string("--model: ") + e.what());
-  }
-}
-
-}  // namespace
 
 void check_fields(const RunConfig& c) {
   // No setting is meant to be infinite or NaN, and a range check lets one through (x >= 0 takes
@@ -190,14 +187,7 @@ void check_fields(const RunConfig& c) {
             std::string("--") + f.key + " must be a finite number, got " + format_number(**value));
     }
   }
-  if (c.task.name == "text") {
-    check(!c.data.empty(), "--task text needs --data FILE");
-    check(c.context > 0 && c.context <= (1 << 20),
-          "--context must be in [1, 2^20], got " + format_number(c.context));
-    check(c.val_fraction > 0 && c.val_fraction < 1,
-          "--val-fraction must be in (0, 1), got " + format_number(c.val_fraction));
-    check(c.eval_iters > 0, "--eval-iters must be positive, got " + format_number(c.eval_iters));
-  }
+  make_task(c);  // checks the task's own options
   check(c.net.init == "default" || c.net.init == "gpt2",
         "--init: unknown init " + quote(c.net.init) + " (expected default or gpt2)");
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
@@ -219,8 +209,8 @@ void check_fields(const RunConfig& c) {
   check(c.clip_norm >= 0, "--clip must not be negative, got " + format_number(c.clip_norm));
   check(c.eval_every > 0, "--eval-every must be positive, got " + format_number(c.eval_every));
   check(c.eval_size > 0, "--eval-size must be positive, got " + format_number(c.eval_size));
-  check(c.target_accuracy >= 0 && c.target_accuracy <= 1,
-        "--target-accuracy must be in [0, 1], got " + format_number(c.target_accuracy));
+  check(c.target_exact_match >= 0 && c.target_exact_match <= 1,
+        "--target-exact-match must be in [0, 1], got " + format_number(c.target_exact_match));
   check_threads(c.threads);
   check(c.max_memory >= 0 && std::isfinite(c.max_memory),
         "--max-memory must be a number of GiB >= 0, got " + format_number(c.max_memory));
@@ -237,19 +227,24 @@ void check_fields(const RunConfig& c) {
 
 void finalize(RunConfig& c) {
   check_fields(c);
-  const auto [vocab_size, positions] = task_sizes(c);
+  const std::unique_ptr<data::Task> task = make_task(c);
+  const int64_t vocab_size = task->vocab_size();
+  const int64_t positions = [&] {
+    try {
+      return task->positions(c.model);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--model: ") + e.what());
+    }
+  }();
   c.net.vocab_size = vocab_size;
   c.net.max_len = positions;
   c.net.seed = c.seed;
   // A run must be buildable and savable: no weight, activation or batch above the checkpoint's
   // 2^28 elements. Each tensor is checked with the flags that size it, so that the message
   // names what to make smaller. T is the longest sequence (the positions the model needs).
-  const bool text = c.task.name == "text";
   const std::string model = flag("--d-model", c.net.d_model), ff = flag("--d-ff", c.net.d_ff),
-                    batch = flag("--batch-size", c.batch_size),
-                    length = text ? flag("--context", c.context) : flag("--length", c.task.length),
-                    vocabulary = text ? "the text's vocabulary of " + format_number(vocab_size)
-                                      : flag("--symbols", c.task.num_symbols);
+                    batch = flag("--batch-size", c.batch_size), length = task->length_flag(),
+                    vocabulary = task->vocabulary_flag();
   const int64_t B = c.batch_size, T = positions, C = c.net.d_model, V = vocab_size;
   check_elements("[C, C] weights", {C, C}, {model});
   check_elements("[C, d_ff] weights", {C, c.net.d_ff}, {model, ff});
@@ -259,13 +254,8 @@ void finalize(RunConfig& c) {
   check_elements("[B, T, vocabulary] logits", {B, T, V}, {batch, length, vocabulary});
   check_elements("[B, H, T, T] attention scores", {B, c.net.num_heads, T, T},
                  {batch, flag("--heads", c.net.num_heads), length});
-  if (text) {
-    check_elements("[windows, T] validation windows", {c.eval_iters, c.context + 1},
-                   {flag("--eval-iters", c.eval_iters), length});
-  } else {
-    check_elements("[sequences, T] held-out set", {c.eval_size, T},
-                   {flag("--eval-size", c.eval_size), length});
-  }
+  const data::HeldoutSize heldout = task->heldout_size(c.eval_size, T);
+  check_elements(heldout.what, {heldout.rows, heldout.positions}, {heldout.flag, length});
   c.schedule.d_model = c.net.d_model;
   c.schedule.total_steps = c.steps;
   check_memory(c);
@@ -273,11 +263,12 @@ void finalize(RunConfig& c) {
 
 namespace {
 
-std::vector<ConfigEntry> entries_of(const RunConfig& config, bool include_local) {
+// The run's fields as /config attributes (checkpoint) or config-file lines (not).
+std::vector<ConfigEntry> entries_of(const RunConfig& config, bool checkpoint) {
   RunConfig copy = config;
   std::vector<ConfigEntry> entries;
-  for (const ConfigField& f : config_fields(copy)) {
-    if (!f.saved && !include_local) continue;
+  for (const ConfigField& f : run_fields(copy)) {
+    if (checkpoint ? !f.saved : !f.flag) continue;
     std::visit(
         [&]<class P>(P* p) {
           if constexpr (std::is_same_v<P, double> || std::is_same_v<P, std::string>) {
@@ -291,64 +282,66 @@ std::vector<ConfigEntry> entries_of(const RunConfig& config, bool include_local)
   return entries;
 }
 
+// Reads field f from entries (under its key, or else its old one); false if neither is there.
+bool read_field(const std::vector<ConfigEntry>& entries, const ConfigField& f,
+                const std::string& path) {
+  const auto find = [&](const char* key) {
+    return std::find_if(entries.begin(), entries.end(),
+                        [&](const ConfigEntry& e) { return key && e.first == key; });
+  };
+  auto it = find(f.key);
+  if (it == entries.end()) it = find(f.old_key);
+  if (it == entries.end()) return false;
+  std::visit(
+      [&]<class P>(P* p) {
+        using Stored =
+            std::conditional_t<std::is_same_v<P, double> || std::is_same_v<P, std::string>, P,
+                               int64_t>;
+        const Stored* value = std::get_if<Stored>(&it->second);
+        if (!value) throw CheckpointError(path + ": /config/" + it->first + ": has the wrong type");
+        *p = static_cast<P>(*value);
+        if constexpr (std::is_same_v<P, double>) {
+          // Checked here, not by check_fields, so that it is reported as the file's problem.
+          if (!std::isfinite(*p)) {
+            throw CheckpointError(path + ": /config/" + it->first + ": not a finite number (" +
+                                  format_number(*p) + ")");
+          }
+        }
+      },
+      f.value);
+  return true;
+}
+
 }  // namespace
 
-// The vocabulary is derived from the data, not a flag, and may hold characters a config file
-// cannot (newlines): it is an attribute of /config only.
-constexpr const char* kVocabularyKey = "vocabulary";
-
 std::vector<ConfigEntry> to_entries(const RunConfig& config) {
-  std::vector<ConfigEntry> entries = entries_of(config, false);
-  if (config.task.name == "text") entries.emplace_back(kVocabularyKey, config.vocabulary);
-  return entries;
+  return entries_of(config, true);
 }
 
 RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::string& path) {
   RunConfig config;
-  for (const ConfigField& f : config_fields(config)) {
-    if (!f.saved) continue;
-    const auto it = std::find_if(entries.begin(), entries.end(),
-                                 [&](const ConfigEntry& e) { return e.first == f.key; });
-    if (it == entries.end()) {
-      if (f.optional) continue;
+  // The task first: it says which task fields the file holds.
+  const ConfigField task = config_fields(config).front();
+  if (!read_field(entries, task, path)) {
+    throw CheckpointError(path + ": /config/" + task.key + ": missing");
+  }
+  std::vector<ConfigField> fields;
+  try {
+    fields = run_fields(config);
+  } catch (const ConfigError& e) {
+    throw CheckpointError(path + ": /config: " + e.what());
+  }
+  for (const ConfigField& f : fields) {
+    if (f.saved && !read_field(entries, f, path) && !f.optional) {
       throw CheckpointError(path + ": /config/" + f.key + ": missing");
     }
-    std::visit(
-        [&]<class P>(P* p) {
-          using Stored =
-              std::conditional_t<std::is_same_v<P, double> || std::is_same_v<P, std::string>, P,
-                                 int64_t>;
-          const Stored* value = std::get_if<Stored>(&it->second);
-          if (!value) {
-            throw CheckpointError(path + ": /config/" + f.key + ": has the wrong type");
-          }
-          *p = static_cast<P>(*value);
-          if constexpr (std::is_same_v<P, double>) {
-            // Checked here, not by check_fields, so that it is reported as the file's problem.
-            if (!std::isfinite(*p)) {
-              throw CheckpointError(path + ": /config/" + f.key + ": not a finite number (" +
-                                    format_number(*p) + ")");
-            }
-          }
-        },
-        f.value);
-  }
-  if (config.task.name == "text") {
-    const auto it = std::find_if(entries.begin(), entries.end(),
-                                 [](const ConfigEntry& e) { return e.first == kVocabularyKey; });
-    const std::string* symbols =
-        it == entries.end() ? nullptr : std::get_if<std::string>(&it->second);
-    if (!symbols) {
-      throw CheckpointError(path + ": /config/" + kVocabularyKey + ": missing or not a string");
-    }
-    config.vocabulary = *symbols;
   }
   return config;
 }
 
 std::string to_config_file(const RunConfig& config) {
   std::string text = "# gradlab train configuration; reuse with: gradlab train --config FILE\n";
-  for (const auto& [key, value] : entries_of(config, true)) {
+  for (const auto& [key, value] : entries_of(config, false)) {
     text += key + " = " + to_string(value) + "\n";
   }
   return text;

@@ -4,10 +4,12 @@
 // (train/cli/) turns the same table into flags. Defaults are the README's default copy-task run.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "data/config_field.h"
 #include "data/task.h"
 #include "nn/sequence_model.h"
 #include "train/checkpoint.h"
@@ -17,8 +19,8 @@ namespace gradlab::train {
 
 struct RunConfig {
   std::string model = "decoder";  // a kind of nn::model_kinds(): decoder | seq2seq
-  data::TaskConfig task;
-  nn::ModelConfig net;  // vocab_size and max_len follow from the task
+  data::TaskConfig task;          // a row of data::task_kinds() and its options
+  nn::ModelConfig net;            // vocab_size and max_len follow from the task
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
   int64_t batch_size = 64;
@@ -26,41 +28,32 @@ struct RunConfig {
   double clip_norm = 1.0;
   int64_t eval_every = 50;
   int64_t eval_size = 512;
-  double target_accuracy = 0.99;  // stop once held-out exact match reaches it; 0 disables
-  uint64_t seed = 0;              // data, initialisation and dropout streams
+  double target_exact_match = 0.99;  // stop once held-out exact match reaches it; 0 disables
+  uint64_t seed = 0;                 // data, initialisation and dropout streams
   int64_t threads = 1;
   double max_memory = 0;       // GiB a run may need (train/memory.h); 0: 80% of the machine's
   std::string out_dir;         // default runs/<task>-<timestamp>
   int64_t save_every = 0;      // 0: only the final (and best) checkpoint
   int64_t keep = 3;            // step checkpoints kept; older ones are deleted
   int64_t check_replicas = 0;  // several processes: compare their state every N steps (0: never)
-
-  // --task text: language modelling on a text file of the user's (data/text.h).
-  std::string data;                // the file
-  std::string tokenizer = "char";  // char | byte
-  int64_t context = 64;            // tokens the model reads: windows of context + 1 tokens
-  double val_fraction = 0.1;       // the file's last tokens, held out
-  int64_t eval_iters = 200;        // validation windows per evaluation (a fixed set)
-  bool eval_full = false;          // evaluate on the whole validation split instead
-  // The char tokenizer's symbols (data::Vocabulary::serialize), set from the file by
-  // load_text_corpus and kept in checkpoints, so a model decodes without its data file.
-  std::string vocabulary;
 };
 
 // One field of a RunConfig: its name (flag, /config attribute and config-file key), a pointer
-// to it, and its help line.
-struct ConfigField {
-  const char* key;
-  std::variant<int64_t*, double*, std::string*, bool*, uint64_t*> value;
-  const char* help;
-  // Part of a checkpoint's /config; false for a setting of this machine (threads).
-  bool saved = true;
-  // May be missing from a checkpoint written before the field existed: it keeps its default.
-  bool optional = false;
-};
+// to it, and its help line (data/config_field.h).
+using ConfigField = data::ConfigField;
 
-// Every field of config, bound to it, in the order of /config.
+// Every field of config, bound to it, with the options of every task (data::all_task_fields):
+// the flags of `gradlab train`.
 std::vector<ConfigField> config_fields(RunConfig& config);
+// The fields of config's own run, in the order of /config: the options of its task only.
+std::vector<ConfigField> run_fields(RunConfig& config);
+
+// The task config.task names (data::make_task), its options checked: throws ConfigError
+// naming the flag.
+std::unique_ptr<data::Task> make_task(const RunConfig& config);
+// make_task, then what the task reads before its sizes are known (a text run: its file, whose
+// vocabulary is stored in config). Throws ConfigError naming the file or the flag.
+std::shared_ptr<data::Task> prepare_task(RunConfig& config);
 
 // The most OpenMP threads a command may ask for: 4 x this machine's cores. More threads than
 // cores never make a kernel faster (they take turns on the cores and wait for each other at
@@ -74,7 +67,7 @@ void check_threads(int64_t threads);
 // Flags that may differ when resuming; all others come from the checkpoint.
 const std::vector<std::string>& resumable_options();
 
-// Copies the fields named by keys (flag names) from `from` into `to`.
+// Copies the fields named by keys (flag names, or a field's old name) from `from` into `to`.
 void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::string>& keys);
 
 // Checks every value that does not depend on the data (flags, schedule, optimizer); throws
@@ -82,12 +75,14 @@ void copy_fields(const RunConfig& from, RunConfig& to, const std::vector<std::st
 void check_fields(const RunConfig& config);
 
 // Fills the derived fields (vocabulary size, positions, schedule sizes) and checks every value;
-// throws ConfigError naming the flag. A text run needs its vocabulary first (load_text_corpus
-// in trainer.h reads it from the file).
+// throws ConfigError naming the flag. A text run needs its vocabulary first (prepare_task
+// reads it from the file).
 void finalize(RunConfig& config);
 
-// The checkpoint's /config attributes, and back. from_entries throws CheckpointError naming
-// the path and the missing, mistyped or non-finite attribute.
+// The checkpoint's /config attributes (run_fields), and back. from_entries throws
+// CheckpointError naming the path and the missing, mistyped or non-finite attribute; it reads a
+// renamed field under its old key too, and ignores the attributes of other tasks (a file
+// written before /config held its own task's options only has every task's).
 std::vector<ConfigEntry> to_entries(const RunConfig& config);
 RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::string& path);
 

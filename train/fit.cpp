@@ -121,8 +121,8 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
         const bool best = trainer.record_metric(
             policy.best_by_loss ? -result.last_metrics.loss : result.last_metrics.exact_match);
         if (saving && best) save((fs::path(policy.out_dir) / "best.h5").string());
-        reached =
-            policy.target_accuracy > 0 && result.last_metrics.exact_match >= policy.target_accuracy;
+        reached = policy.target_exact_match > 0 &&
+                  result.last_metrics.exact_match >= policy.target_exact_match;
       }
       if (saving && policy.save_every > 0 && step % policy.save_every == 0) save_step();
     }

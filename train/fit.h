@@ -12,9 +12,9 @@
 namespace gradlab::train {
 
 struct LoopPolicy {
-  int64_t steps = 3000;           // train until trainer.step() reaches this
-  int64_t eval_every = 50;        // evaluate every N steps, and at the last step
-  double target_accuracy = 0.99;  // stop once held-out exact match reaches it; 0: never
+  int64_t steps = 3000;              // train until trainer.step() reaches this
+  int64_t eval_every = 50;           // evaluate every N steps, and at the last step
+  double target_exact_match = 0.99;  // stop once held-out exact match reaches it; 0: never
   // Which model best.h5 keeps: the highest held-out exact match (toy tasks) or, for a language
   // model, whose windows are never all right, the lowest held-out loss.
   bool best_by_loss = false;
@@ -40,7 +40,7 @@ struct LoopPolicy {
 
 enum class StopReason {
   Steps,      // reached policy.steps
-  Target,     // held-out exact match reached policy.target_accuracy
+  Target,     // held-out exact match reached policy.target_exact_match
   Requested,  // the observer asked to stop
   Signal,     // a stop signal arrived (LoopPolicy::stop_on_signal)
   Diverged,   // a divergence rule (below) stopped the run

@@ -1,3 +1,4 @@
+// The memory estimate of a run, from its configuration alone, and the check against the limit.
 #include "train/memory.h"
 
 #include <unistd.h>
@@ -28,7 +29,7 @@ std::string gib(double bytes) {
 
 MemoryEstimate estimate_memory(const RunConfig& c) {
   const nn::ModelFootprint model = nn::model_footprint(c.model, c.net);
-  const bool text = c.task.name == "text";
+  const data::HeldoutSize heldout = make_task(c)->heldout_size(c.eval_size, c.net.max_len);
   // Values, gradients and the two moments of Adam (SGD keeps fewer).
   MemoryEstimate m;
   m.state = kProgram + 4 * kFloat * model.parameters;
@@ -36,8 +37,8 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
   // runs of 1-6 GiB, decoder and encoder-decoder, peak resident memory was 0.77-1.03 of the
   // whole estimate.
   m.activations = kFloat * static_cast<double>(c.batch_size) * model.activations_per_sequence;
-  const double rows = static_cast<double>(text ? c.eval_iters : c.eval_size);
-  const double positions = static_cast<double>(text ? c.context + 1 : c.net.max_len);
+  const double rows = static_cast<double>(heldout.rows);
+  const double positions = static_cast<double>(heldout.positions);
   m.heldout = 3 * kIndex * rows * positions +
               kFloat * std::min(rows, kEvalChunk) * model.inference_per_sequence;
   return m;
@@ -58,18 +59,20 @@ void check_memory(const RunConfig& c) {
   const MemoryEstimate m = estimate_memory(c);
   const double limit = memory_limit(c);
   if (m.total() <= limit) return;
-  const bool text = c.task.name == "text";
+  const std::unique_ptr<data::Task> task = make_task(c);
+  // The flag alone: "--length", not "--length 10".
+  const std::string length = task->length_flag().substr(0, task->length_flag().find(' '));
   std::string cause;
   if (m.activations >= m.state && m.activations >= m.heldout) {
     cause = "activations " + gib(m.activations) + " for --batch-size " +
             format_number(c.batch_size) + " sequences of " + format_number(c.net.max_len) +
-            " positions (" + (text ? "--context" : "--length") + ")";
+            " positions (" + length + ")";
   } else if (m.state >= m.heldout) {
     cause = "parameters and optimizer state " + gib(m.state) +
             " (--d-model, --d-ff, --layers, the vocabulary)";
   } else {
-    cause = "the held-out set " + gib(m.heldout) + " (" + (text ? "--eval-iters" : "--eval-size") +
-            " " + format_number(text ? c.eval_iters : c.eval_size) + ")";
+    cause = "the held-out set " + gib(m.heldout) + " (" +
+            task->heldout_size(c.eval_size, c.net.max_len).flag + ")";
   }
   throw ConfigError("this configuration needs about " + gib(m.total()) + ", mostly " + cause +
                     ": above the limit of " + gib(limit) +

@@ -1,4 +1,4 @@
-// Optimizers, learning-rate schedules and gradient clipping (see optimizer.h).
+// Optimizers and gradient clipping (see optimizer.h).
 //
 // The update rules follow torch.optim's single-tensor (foreach=False) code of PyTorch 1.13
 // operation by operation, so float64 results agree with PyTorch to rounding. Two deliberate
@@ -18,7 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -254,16 +254,12 @@ class Adam final : public StatefulOptimizer {
 };
 
 void validate_optimizer(const OptimizerConfig& config) {
-  const std::string& name = config.name;
-  if (name != "sgd" && name != "adam" && name != "adamw") {
-    throw ConfigError("optimizer: unknown optimizer " + quote(name) +
-                      " (expected sgd, adam or adamw)");
-  }
+  const OptimizerKind kind = optimizer_named(config.name);
   if (!(config.weight_decay >= 0.0) || !std::isfinite(config.weight_decay)) {
     throw ConfigError("optimizer: weight_decay must be finite and >= 0, got " +
                       format_number(config.weight_decay));
   }
-  if (name == "sgd") {
+  if (kind == OptimizerKind::Sgd) {
     if (!(config.momentum >= 0.0) || !std::isfinite(config.momentum)) {
       throw ConfigError("optimizer: momentum must be finite and >= 0, got " +
                         format_number(config.momentum));
@@ -288,6 +284,32 @@ void validate_optimizer(const OptimizerConfig& config) {
 
 }  // namespace
 
+const std::vector<OptimizerRow>& optimizer_kinds() {
+  static const std::vector<OptimizerRow> kinds{
+      {OptimizerKind::Sgd, "sgd"},
+      {OptimizerKind::Adam, "adam"},
+      {OptimizerKind::AdamW, "adamw"},
+  };
+  return kinds;
+}
+
+OptimizerKind optimizer_named(const std::string& name) {
+  std::vector<std::string> names;
+  for (const OptimizerRow& row : optimizer_kinds()) {
+    if (name == row.name) return row.id;
+    names.push_back(row.name);
+  }
+  throw ConfigError("optimizer: unknown optimizer " + quote(name) + " (expected " +
+                    name_list(names) + ")");
+}
+
+const char* optimizer_name(OptimizerKind kind) {
+  for (const OptimizerRow& row : optimizer_kinds()) {
+    if (row.id == kind) return row.name;
+  }
+  throw std::logic_error("optimizer_name: an optimizer without a row");
+}
+
 bool decays(const Tensor& parameter) {
   return parameter.rank() >= 2;
 }
@@ -299,76 +321,15 @@ void Optimizer::zero_grad() {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
                                           std::vector<nn::NamedTensor> params) {
   validate_optimizer(config);
-  if (config.name == "sgd") return std::make_unique<SGD>(config, std::move(params));
-  return std::make_unique<Adam>(config, std::move(params), config.name == "adamw");
-}
-
-// --- Schedules ----------------------------------------------------------------------------
-
-void validate(const ScheduleConfig& config) {
-  const std::string& name = config.name;
-  if (name != "constant" && name != "cosine" && name != "noam") {
-    throw ConfigError("schedule: unknown schedule " + quote(name) +
-                      " (expected constant, cosine or noam)");
+  switch (optimizer_named(config.name)) {
+    case OptimizerKind::Sgd:
+      return std::make_unique<SGD>(config, std::move(params));
+    case OptimizerKind::Adam:
+      return std::make_unique<Adam>(config, std::move(params), false);
+    case OptimizerKind::AdamW:
+      return std::make_unique<Adam>(config, std::move(params), true);
   }
-  if (!(config.lr > 0.0) || !std::isfinite(config.lr)) {
-    throw ConfigError("schedule: lr must be finite and > 0, got " + format_number(config.lr));
-  }
-  if (config.warmup_steps < 0) {
-    throw ConfigError("schedule: warmup_steps must be >= 0, got " +
-                      std::to_string(config.warmup_steps));
-  }
-  if (name == "cosine") {
-    if (config.total_steps <= 0) {
-      throw ConfigError("schedule: total_steps must be > 0, got " +
-                        std::to_string(config.total_steps) + " (cosine)");
-    }
-    if (config.total_steps < config.warmup_steps) {
-      throw ConfigError("schedule: total_steps " + std::to_string(config.total_steps) +
-                        " is less than warmup_steps " + std::to_string(config.warmup_steps) +
-                        " (cosine)");
-    }
-    if (!(config.min_lr >= 0.0 && config.min_lr <= config.lr)) {
-      throw ConfigError("schedule: min_lr must be in [0, lr] = [0, " + format_number(config.lr) +
-                        "], got " + format_number(config.min_lr) + " (cosine)");
-    }
-  }
-  if (name == "noam") {
-    if (config.warmup_steps <= 0) {
-      throw ConfigError("schedule: noam needs warmup_steps > 0, got " +
-                        std::to_string(config.warmup_steps));
-    }
-    if (config.d_model <= 0) {
-      throw ConfigError("schedule: d_model must be > 0, got " + std::to_string(config.d_model) +
-                        " (noam)");
-    }
-  }
-}
-
-double learning_rate(const ScheduleConfig& config, int64_t step) {
-  validate(config);
-  if (step < 1) {
-    throw ConfigError("schedule: step must be >= 1 (steps are 1-based), got " +
-                      std::to_string(step));
-  }
-  const double s = static_cast<double>(step);
-  const double warmup = static_cast<double>(config.warmup_steps);
-  if (config.name == "noam") {
-    return config.lr * std::pow(static_cast<double>(config.d_model), -0.5) *
-           std::min(std::pow(s, -0.5), s * std::pow(warmup, -1.5));
-  }
-  if (config.warmup_steps > 0 && step < config.warmup_steps) return config.lr * s / warmup;
-  if (config.name == "constant") return config.lr;
-  // cosine
-  double progress = 1.0;  // total_steps == warmup_steps: decayed as soon as warm-up ends
-  if (config.total_steps > config.warmup_steps) {
-    progress = (s - warmup) / static_cast<double>(config.total_steps - config.warmup_steps);
-    progress = std::clamp(progress, 0.0, 1.0);
-  } else if (step <= config.warmup_steps) {
-    progress = 0.0;
-  }
-  return config.min_lr +
-         0.5 * (config.lr - config.min_lr) * (1.0 + std::cos(std::numbers::pi * progress));
+  throw std::logic_error("make_optimizer: an optimizer without a row");
 }
 
 // --- Clipping -----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-// Optimizers (SGD with momentum and Nesterov, Adam, AdamW), learning-rate schedules and
-// global-norm gradient clipping. Update rules follow PyTorch's torch.optim exactly, so their
-// first steps can be checked against PyTorch's numbers.
+// Optimizers (SGD with momentum and Nesterov, Adam, AdamW) and global-norm gradient clipping;
+// the learning-rate schedules are in schedule.h. Update rules follow PyTorch's torch.optim exactly,
+// so their first steps can be checked against PyTorch's numbers.
 #pragma once
 
 #include <memory>
@@ -8,12 +8,26 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "train/schedule.h"
 
 namespace gradlab::train {
 
+enum class OptimizerKind { Sgd, Adam, AdamW };
+
+struct OptimizerRow {
+  OptimizerKind id;
+  const char* name;  // the --optimizer value
+};
+// The table of optimizers, the one place that knows their names.
+const std::vector<OptimizerRow>& optimizer_kinds();
+// The optimizer of an --optimizer value; throws ConfigError "optimizer: unknown optimizer 'x'
+// (expected sgd, adam or adamw)".
+OptimizerKind optimizer_named(const std::string& name);
+const char* optimizer_name(OptimizerKind kind);
+
 struct OptimizerConfig {
-  std::string name = "adamw";  // sgd | adam | adamw
-  double beta1 = 0.9;          // Adam/AdamW
+  std::string name = optimizer_name(OptimizerKind::AdamW);  // a row of optimizer_kinds()
+  double beta1 = 0.9;                                       // Adam/AdamW
   double beta2 = 0.98;
   double eps = 1e-8;
   double weight_decay = 0.01;  // AdamW: decoupled; Adam and SGD: L2 added to the gradient.
@@ -57,21 +71,6 @@ class Optimizer {
 // SGD "momentum_buffer" (only with momentum > 0), Adam/AdamW "exp_avg" and "exp_avg_sq".
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
                                           std::vector<nn::NamedTensor> params);
-
-struct ScheduleConfig {
-  std::string name = "constant";  // constant | cosine | noam
-  double lr = 3e-3;               // peak learning rate (noam: a multiplier of its formula)
-  int64_t warmup_steps = 100;     // linear warm-up from lr / warmup_steps to lr
-  int64_t total_steps = 3000;     // cosine: decays to min_lr at total_steps
-  double min_lr = 0.0;
-  int64_t d_model = 64;  // noam: lr * d_model^-0.5 * min(s^-0.5, s * warmup^-1.5)
-};
-
-// Learning rate for 1-based step s. constant: linear warm-up to lr, then lr. cosine: the same
-// warm-up, then from lr down to min_lr at total_steps along half a cosine, min_lr after it.
-// noam: see d_model. Throws ConfigError for an unknown name, bad values or step < 1.
-double learning_rate(const ScheduleConfig& config, int64_t step);
-void validate(const ScheduleConfig& config);
 
 // Scales all gradients so that their global L2 norm is at most max_norm (as
 // The 2-norm of all the elements of tensors together (undefined ones skipped), summed in double;

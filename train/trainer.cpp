@@ -77,75 +77,7 @@ TrainerOptions options_of(const RunConfig& config) {
           .config = to_entries(config)};
 }
 
-// The built-in task or the text file a RunConfig names, as the model reads it.
-std::shared_ptr<const DataSource> data_source(const RunConfig& config,
-                                              std::shared_ptr<const nn::SequenceModel> model,
-                                              std::shared_ptr<const data::TextCorpus> corpus);
-
 }  // namespace
-
-TaskData::TaskData(const data::TaskConfig& task, std::shared_ptr<const nn::SequenceModel> model,
-                   uint64_t seed, int64_t batch_size, int64_t heldout_size)
-    : task_(task),
-      model_(std::move(model)),
-      seed_(seed),
-      batch_size_(batch_size),
-      heldout_size_(heldout_size) {}
-
-nn::SequenceBatch TaskData::training_batch(int64_t step) const {
-  return model_->view(task_.samples(seed_, step, batch_size_), task_.prompt_length());
-}
-
-nn::SequenceBatch TaskData::heldout() const {
-  return model_->view(task_.heldout(seed_, heldout_size_), task_.prompt_length());
-}
-
-TextData::TextData(std::shared_ptr<const data::TextCorpus> corpus,
-                   std::shared_ptr<const nn::SequenceModel> model, uint64_t seed,
-                   int64_t batch_size, int64_t context, Heldout heldout, int64_t count)
-    : corpus_(std::move(corpus)),
-      model_(std::move(model)),
-      seed_(seed),
-      batch_size_(batch_size),
-      context_(context),
-      heldout_(heldout),
-      count_(count) {
-  if (heldout_ != Heldout::WholeFile) corpus_->require_windows(context_);
-}
-
-nn::SequenceBatch TextData::training_batch(int64_t step) const {
-  return model_->view(corpus_->training_windows(seed_, step, batch_size_, context_), 0);
-}
-
-nn::SequenceBatch TextData::heldout() const {
-  switch (heldout_) {
-    case Heldout::Windows:
-      return model_->view(corpus_->validation_windows(seed_, count_, context_), 0);
-    case Heldout::ValidationSplit:
-      return model_->view(corpus_->validation_all(context_), 0);
-    case Heldout::WholeFile:
-      return model_->view(corpus_->all_windows(context_), 0);
-  }
-  throw std::logic_error("TextData: unknown held-out set");
-}
-
-std::shared_ptr<const data::TextCorpus> load_text_corpus(RunConfig& config) {
-  if (config.data.empty()) throw ConfigError("--task text needs --data FILE");
-  if (config.context < 1 || config.context > (1 << 20)) {
-    throw ConfigError("--context must be in [1, 2^20], got " + format_number(config.context));
-  }
-  std::shared_ptr<const data::TextCorpus> corpus;
-  if (config.vocabulary.empty() && config.tokenizer != "byte") {
-    corpus = std::make_shared<data::TextCorpus>(config.data, config.tokenizer, config.val_fraction);
-    config.vocabulary = corpus->vocabulary().serialize();
-  } else {
-    corpus = std::make_shared<data::TextCorpus>(
-        config.data, data::Vocabulary::deserialize(config.tokenizer, config.vocabulary),
-        config.val_fraction);
-  }
-  corpus->require_windows(config.context);
-  return corpus;
-}
 
 Trainer::Trainer(std::shared_ptr<nn::SequenceModel> model, std::unique_ptr<Optimizer> optimizer,
                  std::shared_ptr<const DataSource> data, TrainerOptions options)
@@ -156,13 +88,15 @@ Trainer::Trainer(std::shared_ptr<nn::SequenceModel> model, std::unique_ptr<Optim
       heldout_(data_->heldout()),
       group_(&alone()) {}
 
-Trainer::Trainer(const RunConfig& config, std::shared_ptr<const data::TextCorpus> corpus)
-    : Trainer(nn::make_sequence_model(config.model, config.net), config, std::move(corpus)) {}
+Trainer::Trainer(const RunConfig& config, std::shared_ptr<const data::Task> task)
+    : Trainer(nn::make_sequence_model(config.model, config.net), config,
+              task ? std::move(task) : make_task(config)) {}
 
 Trainer::Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config,
-                 std::shared_ptr<const data::TextCorpus> corpus)
+                 std::shared_ptr<const data::Task> task)
     : Trainer(model, make_optimizer(config.optimizer, model->named_parameters()),
-              data_source(config, model, std::move(corpus)), options_of(config)) {}
+              task->data_source(model, config.seed, config.batch_size, config.eval_size),
+              options_of(config)) {}
 
 StepResult Trainer::train_step() {
   model_->train();
@@ -265,23 +199,6 @@ void Trainer::restore(const CheckpointData& data, const std::string& path) {
 
 namespace {
 
-std::shared_ptr<const DataSource> data_source(const RunConfig& config,
-                                              std::shared_ptr<const nn::SequenceModel> model,
-                                              std::shared_ptr<const data::TextCorpus> corpus) {
-  if (config.task.name != "text") {
-    return std::make_shared<TaskData>(config.task, std::move(model), config.seed, config.batch_size,
-                                      config.eval_size);
-  }
-  if (!corpus) {
-    RunConfig with_vocabulary = config;
-    corpus = load_text_corpus(with_vocabulary);
-  }
-  return std::make_shared<TextData>(
-      std::move(corpus), std::move(model), config.seed, config.batch_size, config.context,
-      config.eval_full ? TextData::Heldout::ValidationSplit : TextData::Heldout::Windows,
-      config.eval_iters);
-}
-
 // The configuration a checkpoint was written with, checked as a new run's would be.
 RunConfig checkpoint_config(const std::vector<ConfigEntry>& entries, const std::string& path) {
   RunConfig config = from_entries(entries, path);
@@ -299,18 +216,16 @@ LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) 
   LoadedRun run{checkpoint_config(read_checkpoint_config(checkpoint_path), checkpoint_path),
                 nullptr};
   if (!text.empty()) {
-    if (run.config.task.name != "text") {
-      throw ConfigError(checkpoint_path + ": a " + run.config.task.name +
-                        " model, not a language model: --data applies to text checkpoints");
+    const std::unique_ptr<data::Task> task = make_task(run.config);
+    const data::LanguageModelTask* language_model = task->language_model();
+    if (!language_model) {
+      throw ConfigError(checkpoint_path + ": a " + task->name() +
+                        " model, not a language model: --data applies to language models");
     }
     const auto model = nn::make_sequence_model(run.config.model, run.config.net);
-    const auto corpus = std::make_shared<data::TextCorpus>(
-        text, data::Vocabulary::deserialize(run.config.tokenizer, run.config.vocabulary),
-        run.config.val_fraction);
     run.trainer = std::make_unique<Trainer>(
         model, make_optimizer(run.config.optimizer, model->named_parameters()),
-        std::make_shared<TextData>(corpus, model, run.config.seed, run.config.batch_size,
-                                   run.config.context, TextData::Heldout::WholeFile, 0),
+        language_model->file_source(text, model, run.config.seed, run.config.batch_size),
         options_of(run.config));
   } else {
     run.trainer = std::make_unique<Trainer>(run.config);

@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "data/text.h"
+#include "data/data_source.h"
+#include "data/sequence_task.h"
+#include "data/task.h"
+#include "data/text_task.h"
 #include "nn/sequence_model.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -18,61 +21,12 @@
 
 namespace gradlab::train {
 
-// Where a run's batches come from. Both are pure functions of their arguments, so a resumed run
-// sees exactly the batches it would have seen.
-class DataSource {
- public:
-  virtual ~DataSource() = default;
-  // The batch optimizer step `step` (1, 2, ...) trains on.
-  virtual nn::SequenceBatch training_batch(int64_t step) const = 0;
-  // The fixed held-out set that evaluate() scores.
-  virtual nn::SequenceBatch heldout() const = 0;
-};
-
-// A built-in toy task as the model reads it (its view of the task's samples).
-class TaskData : public DataSource {
- public:
-  TaskData(const data::TaskConfig& task, std::shared_ptr<const nn::SequenceModel> model,
-           uint64_t seed, int64_t batch_size, int64_t heldout_size);
-  nn::SequenceBatch training_batch(int64_t step) const override;
-  nn::SequenceBatch heldout() const override;
-
- private:
-  data::Task task_;
-  std::shared_ptr<const nn::SequenceModel> model_;
-  uint64_t seed_;
-  int64_t batch_size_, heldout_size_;
-};
-
-// A text file as a language model reads it: windows of context + 1 tokens, every next token
-// predicted (the model's view with no prompt).
-class TextData : public DataSource {
- public:
-  enum class Heldout {
-    Windows,          // `count` windows of the validation split at fixed random offsets
-    ValidationSplit,  // the whole validation split, in consecutive windows
-    WholeFile,        // every token of the file, in consecutive windows
-  };
-  TextData(std::shared_ptr<const data::TextCorpus> corpus,
-           std::shared_ptr<const nn::SequenceModel> model, uint64_t seed, int64_t batch_size,
-           int64_t context, Heldout heldout, int64_t count);
-  nn::SequenceBatch training_batch(int64_t step) const override;
-  nn::SequenceBatch heldout() const override;
-
- private:
-  std::shared_ptr<const data::TextCorpus> corpus_;
-  std::shared_ptr<const nn::SequenceModel> model_;
-  uint64_t seed_;
-  int64_t batch_size_, context_;
-  Heldout heldout_;
-  int64_t count_;
-};
-
-// Reads config.data for a text run: with the vocabulary of config (a resumed or loaded run), or
-// else building it from the file and storing it in config.vocabulary. Throws ConfigError
-// naming the file for a missing, empty or unreadable file, invalid UTF-8, a character outside
-// the vocabulary, or a split shorter than context + 1 tokens.
-std::shared_ptr<const data::TextCorpus> load_text_corpus(RunConfig& config);
+// The data sources live in data/ (data/data_source.h, data/sequence_task.h, data/text_task.h);
+// these names keep the programs written against train:: working.
+using data::DataSource;
+using data::load_text_corpus;
+using data::TaskData;
+using data::TextData;
 
 struct Metrics {
   double loss = 0;
@@ -118,10 +72,10 @@ class Trainer {
  public:
   Trainer(std::shared_ptr<nn::SequenceModel> model, std::unique_ptr<Optimizer> optimizer,
           std::shared_ptr<const DataSource> data, TrainerOptions options);
-  // The run a RunConfig describes; config must have been through finalize(). A text run reads
-  // its corpus (load_text_corpus) unless it is given.
-  explicit Trainer(const RunConfig& config,
-                   std::shared_ptr<const data::TextCorpus> corpus = nullptr);
+  // The run a RunConfig describes; config must have been through finalize(). `task` is its
+  // task (prepare_task in config.h, which has read a text run's file), or null to build it
+  // from config (a text run then reads its file here).
+  explicit Trainer(const RunConfig& config, std::shared_ptr<const data::Task> task = nullptr);
 
   nn::SequenceModel& model() { return *model_; }
   int64_t step() const { return step_; }
@@ -161,7 +115,7 @@ class Trainer {
 
  private:
   Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config,
-          std::shared_ptr<const data::TextCorpus> corpus);
+          std::shared_ptr<const data::Task> task);
   // backward() of this process's share of the batch, the gradients then summed; fills the
   // whole batch's loss and the time of the sums into `result`.
   void backward_share(const nn::SequenceBatch& batch, StepResult& result);
@@ -183,8 +137,9 @@ class Trainer {
 
 // A run rebuilt from a checkpoint: its configuration, and a trainer holding its parameters,
 // optimizer and loop state. Throws CheckpointError naming the file and the item if anything is
-// missing or mismatched. A text run reads its data file, or `text` instead when given, whose
-// every token is then the held-out set (to score a model on any text).
+// missing or mismatched. A language model reads its data file, or `text` instead when given,
+// whose every token is then the held-out set (to score a model on any text; ConfigError for a
+// task that is not a language model).
 struct LoadedRun {
   RunConfig config;
   std::unique_ptr<Trainer> trainer;

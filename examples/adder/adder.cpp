@@ -85,7 +85,7 @@ int main() {
   train::LoopPolicy policy;
   policy.steps = 3000;
   policy.eval_every = 100;
-  policy.target_accuracy = 0.99;
+  policy.target_exact_match = 0.99;
   Report report;
   const train::FitResult result = train::fit(trainer, policy, report);
 

@@ -46,18 +46,19 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
                       std::optional<PromptedRun>& loaded) {
   set_threads(static_cast<int>(a.threads));
   train::LoadedRun run = train::load_run(a.checkpoint);
-  if (run.config.task.name == "text") {
+  const std::shared_ptr<const data::Task> made = train::make_task(run.config);
+  if (!made->sequence_task()) {
     throw ConfigError(a.checkpoint + ": a language model: " + command +
                       " reads a toy task's prompt; generate text with gradlab sample");
   }
-  const data::Task task(run.config.task);
+  const std::shared_ptr<const data::SequenceTask> task(made, made->sequence_task());
   const auto tokens = parse_tokens(a.input);
   if (!tokens) {
     return usage_error(command, "--input: " + quote(a.input) + " is not a list of integers",
                        a.options);
   }
   try {
-    task.validate_prompt(*tokens);
+    task->validate_prompt(*tokens);
   } catch (const ConfigError& e) {
     return usage_error(command, std::string("--input: ") + e.what(), a.options);
   }

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
+#include <memory>
+
+#include "data/sequence_task.h"
 #include "train/trainer.h"
 
 namespace gradlab::cli {
@@ -31,7 +33,7 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
 // A checkpoint's run, its task, and --input ("3 1 4 1 5") read as a prompt of that task.
 struct PromptedRun {
   train::LoadedRun run;
-  data::Task task;
+  std::shared_ptr<const data::SequenceTask> task;
   std::vector<int64_t> prompt;
 };
 

@@ -64,12 +64,12 @@ int run_attention(const std::vector<std::string>& args) {
   // The model reads the prompt, the separator and its own greedy answer, as in training.
   nn::SequenceModel& model = run.trainer->model();
   const std::vector<int64_t> answer =
-      model.greedy_decode(prompt, data::kSeparator, task.answer_length());
+      model.greedy_decode(prompt, data::kSeparator, task->answer_length());
   std::vector<int64_t> sample = prompt;
   sample.push_back(data::kSeparator);
   sample.insert(sample.end(), answer.begin(), answer.end());
   const nn::SequenceBatch batch =
-      model.view(Indices({1, static_cast<int64_t>(sample.size())}, sample), task.prompt_length());
+      model.view(Indices({1, static_cast<int64_t>(sample.size())}, sample), task->prompt_length());
   nn::AttentionMaps maps;
   {
     NoGradGuard no_grad;

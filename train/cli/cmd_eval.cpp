@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "autograd/threads.h"
+#include "data/tokenizer.h"
 #include "train/cli/checkpoint_args.h"
 #include "train/cli/commands.h"
 #include "train/trainer.h"
@@ -20,7 +21,7 @@ constexpr const char* kCaption =
 
 int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
   a.options.add_options()("data", po::value(&a.input),
-                          "a language model (--task text): score every token of this file");
+                          "a language model: score every token of this file");
   return parse_with_checkpoint("eval", args, a);
 }
 
@@ -38,20 +39,21 @@ int run_eval(const std::vector<std::string>& args) {
   const train::LoadedRun run = train::load_run(a.checkpoint, a.input);
   const train::Metrics m = run.trainer->evaluate();
   const train::RunConfig& config = run.config;
-  if (config.task.name == "text") {
+  const std::unique_ptr<data::Task> task = train::make_task(config);
+  if (const data::LanguageModelTask* language_model = task->language_model()) {
     std::printf(
         "checkpoint %s (step %lld, text %s, %s tokens)\nloss %.6f\nbits per %s %.4f\n"
         "token accuracy %.4f\n",
         a.checkpoint.c_str(), static_cast<long long>(run.trainer->step()),
-        (a.input.empty() ? config.data + " (validation split)" : a.input).c_str(),
-        config.tokenizer.c_str(), m.loss, config.tokenizer == "char" ? "character" : "byte",
-        m.loss / std::log(2.0), m.token_accuracy);
+        (a.input.empty() ? language_model->heldout_description() : a.input).c_str(),
+        data::tokenizer_kind(language_model->vocabulary().kind()).name, m.loss,
+        language_model->token_unit().c_str(), m.loss / std::log(2.0), m.token_accuracy);
     return kExitOk;
   }
   std::printf(
       "checkpoint %s (step %lld, task %s, %lld held-out sequences)\n"
       "loss %.6f\ntoken accuracy %.4f\nexact match %.4f\n",
-      a.checkpoint.c_str(), static_cast<long long>(run.trainer->step()), config.task.name.c_str(),
+      a.checkpoint.c_str(), static_cast<long long>(run.trainer->step()), task->name().c_str(),
       static_cast<long long>(config.eval_size), m.loss, m.token_accuracy, m.exact_match);
   return kExitOk;
 }

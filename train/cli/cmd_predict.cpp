@@ -33,8 +33,8 @@ int run_predict(const std::vector<std::string>& args) {
   if (const int code = load_prompted_run("predict", a, loaded); code >= 0) return code;
   const auto& [run, task, prompt] = *loaded;
   const std::vector<int64_t> output =
-      run.trainer->model().greedy_decode(prompt, data::kSeparator, task.answer_length());
-  const std::vector<int64_t> expected = task.answer(prompt);
+      run.trainer->model().greedy_decode(prompt, data::kSeparator, task->answer_length());
+  const std::vector<int64_t> expected = task->answer(prompt);
   std::printf("input    %s\noutput   %s\nexpected %s\n%s\n", join(prompt).c_str(),
               join(output).c_str(), join(expected).c_str(),
               output == expected ? "correct" : "wrong");

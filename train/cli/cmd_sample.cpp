@@ -17,7 +17,7 @@ namespace po = boost::program_options;
 
 struct SampleArgs {
   po::options_description options{
-      "gradlab sample: generate text with a language model (a --task text checkpoint)\nOptions"};
+      "gradlab sample: generate text with a language model checkpoint\nOptions"};
   std::string checkpoint, prompt;
   nn::SamplingOptions sampling;
   int64_t threads = 1;
@@ -62,13 +62,13 @@ int run_sample(const std::vector<std::string>& args) {
   if (const int code = parse(args, a); code >= 0) return code;
   set_threads(static_cast<int>(a.threads));
   const train::LoadedModel loaded = train::load_model(a.checkpoint);
-  const train::RunConfig& config = loaded.config;
-  if (config.task.name != "text") {
-    throw ConfigError(a.checkpoint + ": a " + config.task.name +
+  const std::unique_ptr<data::Task> task = train::make_task(loaded.config);
+  const data::LanguageModelTask* language_model = task->language_model();
+  if (!language_model) {
+    throw ConfigError(a.checkpoint + ": a " + task->name() +
                       " model, not a language model: try gradlab predict");
   }
-  const data::Vocabulary vocabulary =
-      data::Vocabulary::deserialize(config.tokenizer, config.vocabulary);
+  const data::Vocabulary& vocabulary = language_model->vocabulary();
   std::vector<int64_t> prompt;
   try {
     prompt = vocabulary.encode(a.prompt);
@@ -76,7 +76,7 @@ int run_sample(const std::vector<std::string>& args) {
     return usage_error("sample", std::string("--prompt: ") + e.what(), a.options);
   }
   std::fputs(a.prompt.c_str(), stdout);
-  nn::generate(*loaded.model, config.context, prompt, a.sampling,
+  nn::generate(*loaded.model, language_model->context(), prompt, a.sampling,
                [&](int64_t token, const std::vector<float>&) {
                  std::fputs(vocabulary.decode(token).c_str(), stdout);
                  std::fflush(stdout);

@@ -48,7 +48,7 @@ class CliObserver : public MetricsObserver {
   CliObserver(const RunConfig& config, int64_t first_step)
       : MetricsObserver((fs::path(config.out_dir) / "metrics.csv").string(), config.steps,
                         first_step),
-        progress_(config.steps, config.task.name == "text") {}
+        progress_(config.steps, make_task(config)->language_model() != nullptr) {}
 
   void on_step(int64_t step, const StepResult& result) override {
     MetricsObserver::on_step(step, result);
@@ -66,10 +66,10 @@ class CliObserver : public MetricsObserver {
 
 struct Options {
   RunConfig config;
-  std::string resume;                              // --resume path
-  std::optional<CheckpointData> resumed;           // its contents
-  std::shared_ptr<const data::TextCorpus> corpus;  // --task text: the file, read once
-  bool overwrite = false;                          // --overwrite
+  std::string resume;                      // --resume path
+  std::optional<CheckpointData> resumed;   // its contents
+  std::shared_ptr<const data::Task> task;  // its data read once (a language model: the file)
+  bool overwrite = false;                  // --overwrite
   // --out claimed by rank 0: what --overwrite replaces there, removed once training is about to
   // start, and the checkpoints of the run a resume continues.
   RunDirectoryClaim claim;
@@ -110,6 +110,7 @@ int parse(const std::vector<std::string>& args, Options& opts, bool writer = tru
   } catch (po::error& e) {
     return usage_error("train", std::string(config_file) + ": " + error_message(e), options);
   }
+  apply_old_names(vm, opts.config);
   if (!opts.resume.empty()) {
     const RunConfig given = opts.config;
     std::error_code not_a_directory;  // a name the system refuses is left to the checks below
@@ -166,7 +167,7 @@ int parse(const std::vector<std::string>& args, Options& opts, bool writer = tru
   }
   try {
     check_fields(opts.config);  // a usage error costs no time reading the text
-    if (opts.config.task.name == "text") opts.corpus = load_text_corpus(opts.config);
+    opts.task = prepare_task(opts.config);
     finalize(opts.config);
   } catch (const ConfigError& e) {
     return usage_error("train", e.what(), options);
@@ -216,7 +217,7 @@ int run_train(const std::vector<std::string>& args) {
   const RunConfig& config = opts.config;
   set_threads(static_cast<int>(config.threads));
 
-  Trainer trainer(config, opts.corpus);
+  Trainer trainer(config, opts.task);
   if (opts.resumed) trainer.restore(*opts.resumed, opts.resume);
   if (group.size() > 1) {
     try {
@@ -225,7 +226,7 @@ int run_train(const std::vector<std::string>& args) {
       if (writer) std::cerr << "gradlab train: " << e.what() << '\n';
       return kExitUsage;
     }
-    if (const int code = check_same_start(config, opts.corpus.get(), trainer, group); code >= 0) {
+    if (const int code = check_same_start(config, *opts.task, trainer, group); code >= 0) {
       return code;
     }
   }
@@ -252,8 +253,8 @@ int run_train(const std::vector<std::string>& args) {
   if (writer) cli.emplace(config, trainer.step());
   const LoopPolicy policy{.steps = config.steps,
                           .eval_every = config.eval_every,
-                          .target_accuracy = config.target_accuracy,
-                          .best_by_loss = config.task.name == "text",
+                          .target_exact_match = config.target_exact_match,
+                          .best_by_loss = make_task(config)->language_model() != nullptr,
                           .out_dir = config.out_dir,
                           .save_every = config.save_every,
                           .keep = config.keep,

@@ -8,9 +8,14 @@
 
 namespace gradlab::cli {
 
-// Adds every field of config as a flag bound to it, defaults shown as typed (0.003, not
-// 0.0030000000000000001), and --out.
+// Adds every field of config that is a flag (every task's options included) as a flag bound to
+// it, defaults shown as typed (0.003, not 0.0030000000000000001), a renamed field's old name
+// too, and --out.
 void add_run_options(boost::program_options::options_description& options,
                      train::RunConfig& config);
+
+// Sets each renamed field given under its old name (--target-accuracy) unless its new name was
+// given too; call it once the flags and the config file are stored and notified.
+void apply_old_names(const boost::program_options::variables_map& vm, train::RunConfig& config);
 
 }  // namespace gradlab::cli

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autograd/cpu.h"
+#include "data/text.h"
 #include "train/cli/commands.h"
 #include "train/fingerprint.h"
 
@@ -25,17 +26,19 @@ uint64_t binary_fingerprint() {
   return fingerprint(bytes.data(), bytes.size());
 }
 
-// The tokens and the vocabulary: equal for equal corpora.
-uint64_t corpus_fingerprint(const data::TextCorpus& corpus) {
-  const std::string symbols = corpus.vocabulary().serialize();
-  const std::string_view tokens = corpus.token_bytes();
+// A language model's tokens and vocabulary: equal for equal texts. 0 for a generated task.
+uint64_t text_fingerprint(const data::Task& task) {
+  const data::LanguageModelTask* text = task.language_model();
+  if (!text) return 0;
+  const std::string symbols = text->vocabulary().serialize();
+  const std::string_view tokens = text->token_bytes();
   return fingerprint(tokens.data(), tokens.size(), fingerprint(symbols.data(), symbols.size()));
 }
 
 }  // namespace
 
-int check_same_start(const RunConfig& config, const data::TextCorpus* corpus,
-                     const Trainer& trainer, ProcessGroup& group) {
+int check_same_start(const RunConfig& config, const data::Task& task, const Trainer& trainer,
+                     ProcessGroup& group) {
   const std::string settings = to_config_file(config);
   const std::vector<std::pair<std::string, uint64_t>> checks = {
       {"gradlab binary", binary_fingerprint()},
@@ -45,7 +48,7 @@ int check_same_start(const RunConfig& config, const data::TextCorpus* corpus,
            "; on processors that differ, set GRADLAB_ISA to the lowest on every process)",
        static_cast<uint64_t>(kernel_isa())},
       {"configuration", fingerprint(settings.data(), settings.size())},
-      {"text (--data)", corpus ? corpus_fingerprint(*corpus) : 0},
+      {"text (--data)", text_fingerprint(task)},
       {"starting state (parameters, optimizer, step; on --resume, the checkpoint read)",
        trainer.state_hash()},
   };

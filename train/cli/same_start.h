@@ -2,7 +2,7 @@
 // same model on the same data, or their summed gradients would train none of them.
 #pragma once
 
-#include "data/text.h"
+#include "data/task.h"
 #include "train/config.h"
 #include "train/process_group.h"
 #include "train/trainer.h"
@@ -12,7 +12,7 @@ namespace gradlab::cli {
 // Refuses to train unless every process of the group runs the same gradlab on the same kernel
 // variant, configuration, text and starting state (parameters, optimizer, step), rank 0 naming
 // the first that differs on stderr. A collective. Returns -1 or an exit code.
-int check_same_start(const train::RunConfig& config, const data::TextCorpus* corpus,
+int check_same_start(const train::RunConfig& config, const data::Task& task,
                      const train::Trainer& trainer, train::ProcessGroup& group);
 
 }  // namespace gradlab::cli

@@ -1,0 +1,21 @@
+// The factories of the built-in tasks, one per row of task_kinds() (data/tasks.cpp), each
+// defined in its task's own file.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "data/task.h"
+
+namespace gradlab::data {
+
+std::unique_ptr<Task> make_copy_task(const TaskConfig& config);     // copy_task.cpp
+std::unique_ptr<Task> make_reverse_task(const TaskConfig& config);  // copy_task.cpp
+std::unique_ptr<Task> make_sort_task(const TaskConfig& config);     // copy_task.cpp
+std::unique_ptr<Task> make_recall_task(const TaskConfig& config);   // recall_task.cpp
+std::unique_ptr<Task> make_text_task(const TaskConfig& config);     // text_task.cpp
+
+std::vector<ConfigField> sequence_task_fields(TaskConfig& config);  // sequence_task.cpp
+std::vector<ConfigField> text_task_fields(TaskConfig& config);      // text_task.cpp
+
+}  // namespace gradlab::data

@@ -1,0 +1,39 @@
+// The table of tasks: one row per kind, the one place that knows their names. A new task is
+// its own file in data/ (a class behind data::Task), one row here, its tests, and one line in
+// docs/tasks.md.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/config_field.h"
+#include "data/task.h"
+
+namespace gradlab::data {
+
+struct TaskKind {
+  const char* name;
+  const char* help;  // one line: what the task is
+  // The kind's own options bound to config: its flags, and the only task fields of its
+  // checkpoints' /config and config files.
+  std::vector<ConfigField> (*fields)(TaskConfig& config);
+  // Builds the task; throws ConfigError naming the flag for a bad option.
+  std::unique_ptr<Task> (*make)(const TaskConfig& config);
+};
+
+const std::vector<TaskKind>& task_kinds();
+
+// The row of config.name; throws ConfigError "task: unknown task 'x' (expected copy, ...)".
+const TaskKind& task_kind(const std::string& name);
+// "copy, reverse, sort, recall or text": the names of the rows, in order.
+std::string task_names();
+
+// The task config names, its options checked.
+std::unique_ptr<Task> make_task(const TaskConfig& config);
+// The fields of config's own kind (the task's part of /config).
+std::vector<ConfigField> own_task_fields(TaskConfig& config);
+// The fields of every kind, each key once, in table order: what the command line accepts.
+std::vector<ConfigField> all_task_fields(TaskConfig& config);
+
+}  // namespace gradlab::data

@@ -56,7 +56,7 @@ class Reference {
   std::shared_ptr<H5::H5File> file_;
 };
 
-// GRADLAB_TEST_DATA_DIR "/reference.h5".
+// GRADLAB_TEST_FIXTURES_DIR "/reference.h5".
 std::string reference_path();
 
 }  // namespace gradlab::testing

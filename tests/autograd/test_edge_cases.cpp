@@ -1,8 +1,9 @@
 // Numerical and size edge cases: extreme and infinite logits in softmax, log_softmax and
 // cross_entropy; attention rows whose keys are all masked, in the fused and the composed path;
 // sequences of length 1; batches of one sequence. (A learning rate so large that the loss
-// diverges is covered by TrainTest.CliDivergenceExitsOneNamingStepAndLastGoodCheckpoint and
-// TrainTest.NonFiniteLossNamesTheStepAndSkipsTheUpdate in test_train.cpp.)
+// diverges is covered by TrainTest.CliDivergenceSavesNothingFromTheDivergedState and
+// TrainTest.NonFiniteLossNamesTheStepAndSkipsTheUpdate in tests/train/test_train.cpp, and by
+// tests/train/test_divergence.cpp.)
 //
 // Infinite logits, as decided here and in autograd/softmax.h:
 // - -inf is a masked entry: softmax 0, log_softmax -inf, gradient 0 there; the other entries

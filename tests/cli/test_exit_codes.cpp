@@ -127,8 +127,8 @@ TEST_F(ExitCodes, TrainRuntimeFailureWhenTheResumeCheckpointIsNotHdf5) {
   expect_runtime_failure(r, "train", not_hdf5_);
 }
 
-// A diverging run also exits 1: TrainTest.CliDivergenceExitsOneNamingStepAndLastGoodCheckpoint
-// in test_train.cpp.
+// A diverging run also exits 1: TrainTest.CliDivergenceSavesNothingFromTheDivergedState in
+// tests/train/test_train.cpp.
 
 // Regression (found by fuzz_cli with UndefinedBehaviorSanitizer): the vocabulary size
 // (symbols + 2) and the sequence length were computed from unbounded flags and overflowed.

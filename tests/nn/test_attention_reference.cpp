@@ -1,4 +1,4 @@
-// gradlab's MultiHeadAttention and TransformerBlock against PyTorch (tests/data/reference.h5):
+// gradlab's MultiHeadAttention and TransformerBlock against PyTorch (tests/fixtures/reference.h5):
 // outputs, per-head attention weights, and the gradients of every input and parameter, in
 // float64 (to 1e-10) and in float32 (to float32 rounding).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The PyTorch reference fixture (tests/data/reference.h5) is readable and self-consistent:
+// The PyTorch reference fixture (tests/fixtures/reference.h5) is readable and self-consistent:
 // the expected cases are present, every shape follows from the case's attributes, and the
 // stored attention weights are distributions that respect the masks.
 #include <gtest/gtest.h>

@@ -6,7 +6,7 @@
 //
 // Recording (only when the computation is meant to change, in a commit of its own): run the
 // disabled test DefaultRun.DISABLED_Record (--gtest_also_run_disabled_tests) and append its
-// "<isa> <model> <step> <loss>" lines to tests/data/default_run_losses.txt.
+// "<isa> <model> <step> <loss>" lines to tests/fixtures/default_run_losses.txt.
 #include <gtest/gtest.h>
 #include <omp.h>
 

@@ -1,5 +1,5 @@
 // Optimizers, learning-rate schedules and gradient clipping (train/optimizer.h), checked against
-// tests/data/optimizer_reference.h5 (torch.optim.SGD/Adam/AdamW and
+// tests/fixtures/optimizer_reference.h5 (torch.optim.SGD/Adam/AdamW and
 // torch.nn.utils.clip_grad_norm_, written by scripts/make_optimizer_reference.py) and against
 // values computed by hand. Every expected number comes from PyTorch or from the formulas written
 // out here, never from gradlab itself.

@@ -1,6 +1,6 @@
 // The parts of data-parallel training that need no second process: the replica check's verdict,
 // the refusals of Trainer::distribute, and a group of one (process_group.h). What needs several
-// processes runs under mpirun in test_mpi.cpp.
+// processes runs under mpirun in tests/cli/test_mpi.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,7 +81,7 @@ std::pair<std::vector<float>, double> whole_batch_gradient(const RunConfig& conf
 
 // The shares of a batch of 8 rows on 3 processes (2 + 3 + 3), each weighted by its part of the
 // targets, add up to the gradient and loss of the whole batch: the step several processes take
-// is the one process's (test_mpi.cpp checks it through mpirun; this runs in every build).
+// is the one process's (tests/cli/test_mpi.cpp checks it through mpirun; this runs in every build).
 TEST(Distribute, TheSharesOfABatchAddUpToTheWholeBatchsGradient) {
   for (const std::string kind : {"decoder", "seq2seq"}) {
     SCOPED_TRACE(kind);

@@ -11,6 +11,7 @@
 
 #include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "tests/test_helpers.h"
 
 namespace gradlab {
 namespace test_ops_forward {
@@ -22,14 +23,7 @@ constexpr double kF32 = 4e-7;
 // float64 results of a few roundings against a double reference.
 constexpr double kF64 = 1e-14;
 
-// Shape equal and every value exactly equal (small integers and dyadic fractions).
-void expect_exact(const Tensor& t, const Shape& shape, const std::vector<double>& values) {
-  ASSERT_TRUE(t.defined());
-  ASSERT_EQ(t.shape(), shape);
-  const std::vector<double> got = t.to_vector();
-  ASSERT_EQ(got.size(), values.size());
-  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(got[i], values[i]) << "at flat index " << i;
-}
+using testing::expect_exact;
 
 // Shape equal and |got - want| <= tol * max(1, |want|) everywhere.
 void expect_close(const Tensor& t, const Shape& shape, const std::vector<double>& values,

@@ -18,14 +18,7 @@
 namespace gradlab {
 namespace test_tensor {
 
-// Checks the shape and every value exactly: the factories store small integers and dyadic
-// fractions, which both dtypes represent without rounding.
-void expect_exact(const Tensor& t, const Shape& shape, const std::vector<double>& values) {
-  ASSERT_EQ(t.shape(), shape);
-  const std::vector<double> got = t.to_vector();
-  ASSERT_EQ(got.size(), values.size());
-  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(got[i], values[i]) << "at flat index " << i;
-}
+using testing::expect_exact;
 
 std::string printed(const Tensor& t) {
   std::ostringstream out;

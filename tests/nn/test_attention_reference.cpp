@@ -6,16 +6,16 @@
 #include "autograd/ops.h"
 #include "nn/transformer.h"
 #include "tests/reference.h"
+#include "tests/test_helpers.h"
 
 namespace gradlab {
 namespace test_attention_reference {
 
+using testing::expect_close;
 using testing::Reference;
 using testing::reference_path;
+using testing::Tolerance;
 
-struct Tolerance {
-  double rtol, atol;
-};
 // float32 keeps 24 bits (relative 6e-8); gradients of size ~20 after a few dozen roundings
 // land near 1e-5 absolute, so both bounds are needed.
 Tolerance tolerance_for(DType dtype) {
@@ -33,14 +33,6 @@ void load_parameters(nn::Module& module, const Reference& ref, const std::string
   }
   std::sort(ours.begin(), ours.end());
   EXPECT_EQ(ours, ref.names(case_name + "/params"));
-}
-
-void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol,
-                  const std::string& what) {
-  ASSERT_TRUE(actual.defined()) << what << " is undefined";
-  ASSERT_EQ(actual.shape(), expected.shape()) << what;
-  EXPECT_TRUE(allclose(actual, expected, tol.rtol, tol.atol))
-      << what << "\nactual:   " << actual << "\nexpected: " << expected;
 }
 
 std::optional<Mask> padding_of(const Reference& ref, const std::string& case_name) {

@@ -16,6 +16,7 @@
 
 #include "autograd/ops.h"
 #include "tests/reference.h"
+#include "tests/test_helpers.h"
 #include "train/optimizer.h"
 
 namespace gradlab {
@@ -39,9 +40,8 @@ const std::vector<std::string> kScheduleCases = {"constant", "constant_warmup", 
 const std::vector<std::string> kClipCases = {"above", "at_limit", "below", "missing_grad"};
 const std::vector<std::string> kParams = {"w", "b"};  // gradlab's order (the fixture's as well)
 
-struct Tolerance {
-  double rtol, atol;
-};
+using testing::Tolerance;
+
 // float64: torch and gradlab run the same operations in the same order, so only rounding
 // (a fused multiply-add here or there) separates them. float32 runs are compared with the
 // float64 reference, so they carry float32 rounding (relative 6e-8 per operation).
@@ -65,13 +65,11 @@ struct MaxDiff {
   }
 };
 
-void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol,
-                  const std::string& what, MaxDiff* diff = nullptr) {
-  ASSERT_TRUE(actual.defined()) << what << " is undefined";
-  ASSERT_EQ(actual.shape(), expected.shape()) << what;
-  EXPECT_TRUE(allclose(actual, expected, tol.rtol, tol.atol))
-      << what << "\nactual:   " << actual << "\nexpected: " << expected;
-  if (diff != nullptr) diff->update(actual, expected);
+// testing::expect_close, and the differences added to the record.
+void expect_close_recorded(const Tensor& actual, const Tensor& expected, Tolerance tol,
+                           const std::string& what, MaxDiff& diff) {
+  testing::expect_close(actual, expected, tol, what);
+  diff.update(actual, expected);
 }
 
 double scalar(const Reference& ref, const std::string& path) {
@@ -116,7 +114,7 @@ void check_params(const Reference& ref, const std::string& name, int step,
                   const std::vector<nn::NamedTensor>& params, Tolerance tol, MaxDiff& diff) {
   for (const auto& [p, t] : params) {
     const std::string path = name + "/params/step" + std::to_string(step) + "/" + p;
-    expect_close(t, ref.tensor(path, DType::Float64), tol, path, &diff);
+    expect_close_recorded(t, ref.tensor(path, DType::Float64), tol, path, diff);
   }
 }
 
@@ -148,7 +146,7 @@ void check_optimizer_case(const std::string& name, DType dtype) {
   for (const auto& [state_name, t] : state) {
     EXPECT_EQ(t.dtype(), dtype) << state_name;
     const std::string path = name + "/state/" + state_name;
-    if (ref.has(path)) expect_close(t, ref.tensor(path, DType::Float64), tol, path, &diff);
+    if (ref.has(path)) expect_close_recorded(t, ref.tensor(path, DType::Float64), tol, path, diff);
   }
   std::cout << "[ optimizer ] " << name << " " << dtype_name(dtype) << ": max abs diff vs torch "
             << diff.abs << ", max rel diff " << diff.rel << "\n";
@@ -652,7 +650,8 @@ TEST(ClipReference, MatchesTorchClipGradNorm) {
       for (size_t i = 0; i < kParams.size(); ++i) {
         const std::string path = group + "/clipped/" + kParams[i];
         if (ref.has(path)) {
-          expect_close(params[i].grad(), ref.tensor(path, DType::Float64), tol, path, &diff);
+          expect_close_recorded(params[i].grad(), ref.tensor(path, DType::Float64), tol, path,
+                                diff);
         } else {
           EXPECT_FALSE(params[i].grad().defined()) << path;
         }

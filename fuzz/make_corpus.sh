@@ -68,7 +68,7 @@ with h5py.File(sys.argv[1], "w") as f:
     f["x"] = [1.0, 2.0]
 ' "$ck/foreign.h5"
 
-# The bad-input classes of the checkpoint reader's tests (tests/test_checkpoint_errors.cpp):
+# The bad-input classes of the checkpoint reader's tests (tests/train/test_checkpoint_errors.cpp):
 # the HDF5 signature alone, declared but unwritten or short chunks, a compressed chunk claiming
 # more than deflate can hold, and a flipped byte inside a tensor's values (its checksum fails).
 printf '\211HDF\r\n\032\n' >"$ck/signature-only"
@@ -125,7 +125,7 @@ line inspect inspect ck.h5
 line explain explain
 line explain-shapes explain --shapes 2,5,8,4,2
 line gradcheck gradcheck --op relu --seed 3
-# Bad input of every class the command line refuses (tests/test_bad_inputs.cpp): threads above
+# Bad input of every class the command line refuses (tests/cli/test_bad_inputs.cpp): threads above
 # the cap, sizes too large for a tensor, special files (a FIFO would hang if opened), stray
 # arguments, empty values, negative seeds, non-finite numbers, a long value quoted by a prefix.
 line train-threads-huge train --threads 100000

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Writes tests/data/optimizer_reference.h5: PyTorch reference values for gradlab's optimizers,
-learning-rate schedules and gradient clipping (checked by tests/test_optimizer.cpp).
+"""Writes tests/fixtures/optimizer_reference.h5: PyTorch reference values for gradlab's optimizers,
+learning-rate schedules and gradient clipping (checked by tests/train/test_optimizer.cpp).
 
 Regenerate from the repository root (needs torch, h5py and numpy):
 
@@ -56,7 +56,7 @@ import torch
 
 DTYPE = torch.float64
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUTPUT = os.path.join(REPO_ROOT, "tests", "data", "optimizer_reference.h5")
+OUTPUT = os.path.join(REPO_ROOT, "tests", "fixtures", "optimizer_reference.h5")
 
 PARAM_SHAPES = {"w": (3, 5), "b": (5,)}
 NUM_STEPS = 3

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes tests/data/reference.h5: PyTorch reference values for gradlab's attention tests.
+"""Writes tests/fixtures/reference.h5: PyTorch reference values for gradlab's attention tests.
 
 The fixture holds forward outputs, attention weights and gradients of multi-head attention
 (self, cross, masked, grouped-query, multi-query) and of a pre-LayerNorm transformer block, so
@@ -51,7 +51,7 @@ INIT_SCALE = 0.3
 TOL = 1e-10
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUTPUT = os.path.join(REPO_ROOT, "tests", "data", "reference.h5")
+OUTPUT = os.path.join(REPO_ROOT, "tests", "fixtures", "reference.h5")
 
 
 # --- Reference implementation (gradlab's semantics, plain ops) ------------------------------

@@ -11,7 +11,7 @@
 #      and for the generic x86-64 target (GRADLAB_NATIVE=OFF), the kernels' variants for every
 #      instruction set included (each runs where the processor has it: tests/CMakeLists.txt).
 #      Without MPI (GRADLAB_MPI=OFF): Open MPI's own allocations would fail the leak check; the
-#      tests that start gradlab under mpirun (test_mpi.cpp) run in pass 1.
+#      tests that start gradlab under mpirun (tests/cli/test_mpi.cpp) run in pass 1.
 #   3. The fuzz targets' committed corpus (fuzz/corpus/) replayed once under the same
 #      sanitizers: the harnesses are built in build-sanitize/ as standalone replays
 #      (GRADLAB_FUZZ_REPLAY, fuzz/README.md), so every input that once crashed stays fixed

@@ -1,6 +1,7 @@
-#include "cli_runner.h"
+#include "tests/cli_runner.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -14,10 +15,12 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "tests/test_helpers.h"
+
 extern char** environ;
 
 namespace gradlab::testing {
-namespace {
+namespace cli_runner {
 
 using Clock = std::chrono::steady_clock;
 
@@ -53,7 +56,7 @@ int milliseconds_until(Clock::time_point t) {
   return ms < 0 ? 0 : static_cast<int>(ms);
 }
 
-}  // namespace
+}  // namespace cli_runner
 
 std::string CommandResult::describe() const {
   std::string text = "exit code " + std::to_string(exit_code);
@@ -65,12 +68,12 @@ std::string CommandResult::describe() const {
 CommandResult run_command(const std::string& program, const std::vector<std::string>& args,
                           const RunOptions& options) {
   int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) fail("pipe", errno);
-  Fd out_read{out_pipe[0]}, out_write{out_pipe[1]};
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) fail("pipe", errno);
-  Fd err_read{err_pipe[0]}, err_write{err_pipe[1]};
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) cli_runner::fail("pipe", errno);
+  cli_runner::Fd out_read{out_pipe[0]}, out_write{out_pipe[1]};
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) cli_runner::fail("pipe", errno);
+  cli_runner::Fd err_read{err_pipe[0]}, err_write{err_pipe[1]};
 
-  SpawnSetup setup;
+  cli_runner::SpawnSetup setup;
   // dup2 clears close-on-exec on the new descriptor; every pipe end is closed by exec.
   posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&setup.actions, out_write.fd, STDOUT_FILENO);
@@ -111,13 +114,13 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
   if (const int error = ::posix_spawn(&pid, program.c_str(), &setup.actions, &setup.attr,
                                       argv.data(), envp.data());
       error != 0) {
-    fail("posix_spawn " + program, error);
+    cli_runner::fail("posix_spawn " + program, error);
   }
   out_write.reset();
   err_write.reset();
 
   CommandResult result;
-  const auto start = Clock::now();
+  const auto start = cli_runner::Clock::now();
   const auto deadline = start + std::chrono::milliseconds(options.timeout_ms);
   const bool timed_signal = options.signal != 0 && options.signal_after_ms >= 0;
   const auto signal_time =
@@ -126,7 +129,7 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
     if (options.signal == 0 || result.signal_sent) return;
     const bool printed = !options.signal_after_output.empty() &&
                          result.out.find(options.signal_after_output) != std::string::npos;
-    if (printed || (timed_signal && Clock::now() >= signal_time)) {
+    if (printed || (timed_signal && cli_runner::Clock::now() >= signal_time)) {
       const pid_t target = options.signal_target ? options.signal_target(pid) : pid;
       if (target <= 0) return;
       ::kill(target, options.signal);
@@ -134,17 +137,17 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
     }
   };
 
-  Fd* fds[] = {&out_read, &err_read};
+  cli_runner::Fd* fds[] = {&out_read, &err_read};
   std::string* sinks[] = {&result.out, &result.err};
   while (out_read.fd >= 0 || err_read.fd >= 0) {
     maybe_signal();
-    if (!result.timed_out && Clock::now() >= deadline) {
+    if (!result.timed_out && cli_runner::Clock::now() >= deadline) {
       ::kill(pid, SIGKILL);
       result.timed_out = true;
     }
-    int wait_ms = result.timed_out ? 100 : milliseconds_until(deadline);
+    int wait_ms = result.timed_out ? 100 : cli_runner::milliseconds_until(deadline);
     if (timed_signal && !result.signal_sent) {
-      wait_ms = std::min(wait_ms, milliseconds_until(signal_time));
+      wait_ms = std::min(wait_ms, cli_runner::milliseconds_until(signal_time));
     }
     pollfd polled[2];
     int count = 0;
@@ -157,7 +160,7 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
     const int ready = ::poll(polled, static_cast<nfds_t>(count), wait_ms);
     if (ready < 0) {
       if (errno == EINTR) continue;
-      fail("poll", errno);
+      cli_runner::fail("poll", errno);
     }
     for (int k = 0; k < count; ++k) {
       if (!(polled[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -173,7 +176,7 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
 
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) fail("waitpid", errno);
+    if (errno != EINTR) cli_runner::fail("waitpid", errno);
   }
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
@@ -189,7 +192,7 @@ CommandResult run_gradlab(const std::vector<std::string>& args, const RunOptions
 
 TempDir::TempDir() {
   std::string pattern = (std::filesystem::temp_directory_path() / "gradlab-test-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) fail("mkdtemp " + pattern, errno);
+  if (::mkdtemp(pattern.data()) == nullptr) cli_runner::fail("mkdtemp " + pattern, errno);
   path_ = pattern;
 }
 
@@ -205,6 +208,30 @@ std::string TempDir::file(const std::string& name) const {
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void expect_usage_error(const CommandResult& r, const std::string& command, const Named& named) {
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_EQ(r.out, "") << r.describe();
+  EXPECT_TRUE(first_line(r.err).starts_with("gradlab " + command + ": ")) << r.err;
+  for (const std::string& part : named.parts) {
+    EXPECT_TRUE(contains(first_line(r.err), part)) << "does not name " << part << ":\n" << r.err;
+  }
+  EXPECT_TRUE(contains(r.err, "Options:")) << "no usage printed:\n" << r.err;
+  EXPECT_TRUE(contains(r.err, "--help")) << r.err;
+}
+
+void expect_runtime_failure(const CommandResult& r, const std::string& command,
+                            const Named& named) {
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(first_line(r.err).starts_with("gradlab " + command + ": ")) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line:\n" << r.err;
+  for (const std::string& part : named.parts) {
+    EXPECT_TRUE(contains(r.err, part)) << "does not name " << part << ":\n" << r.err;
+  }
+  EXPECT_FALSE(contains(r.err, "Options:")) << "a runtime failure printed the usage:\n" << r.err;
 }
 
 }  // namespace gradlab::testing

@@ -1,7 +1,8 @@
 // Running the gradlab binary from tests: its exit code, stdout and stderr, with an optional
 // timeout and an optional signal sent once it has printed something or after a delay. The
 // process is started with posix_spawn and an argument vector (no shell), so arguments need no
-// quoting. Also a self-deleting temporary directory for the files a test writes.
+// quoting. Also a self-deleting temporary directory for the files a test writes, the smallest
+// training command line, and the assertions on how a command fails.
 #pragma once
 
 #include <sys/types.h>
@@ -9,8 +10,10 @@
 #include <csignal>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gradlab::testing {
@@ -68,5 +71,32 @@ class TempDir {
 
 // The whole contents of a file, byte for byte (binary files too; "" if it cannot be read).
 std::string read_text(const std::filesystem::path& path);
+
+// Training options of the smallest model of the copy task: fast enough for every build,
+// sanitizers included.
+inline const std::vector<std::string> kTiny = {
+    "--length", "2", "--symbols",    "3", "--d-model",         "8", "--heads",     "2",
+    "--layers", "1", "--d-ff",       "8", "--batch-size",      "2", "--eval-size", "2",
+    "--steps",  "2", "--eval-every", "1", "--target-accuracy", "0"};
+
+// What an error message must name: none, one or several parts.
+struct Named {
+  Named() = default;
+  Named(const char* part) : parts{part} {}
+  Named(std::string part) : parts{std::move(part)} {}
+  Named(std::initializer_list<std::string> list) : parts(list) {}
+  Named(std::vector<std::string> list) : parts(std::move(list)) {}
+  std::vector<std::string> parts;
+};
+
+// Exit 2 within the timeout, nothing on stdout, and on stderr a first line
+// "gradlab <command>: <reason>" naming every part of `named`, then the command's options.
+void expect_usage_error(const CommandResult& r, const std::string& command,
+                        const Named& named = {});
+
+// Exit 1 within the timeout: one line "gradlab <command>: <reason>" naming every part of
+// `named`, and no usage text.
+void expect_runtime_failure(const CommandResult& r, const std::string& command,
+                            const Named& named = {});
 
 }  // namespace gradlab::testing

@@ -8,7 +8,7 @@
 #include <utility>
 
 namespace gradlab::testing {
-namespace {
+namespace reference {
 
 [[noreturn]] void fail(const std::string& file, const std::string& what) {
   throw std::runtime_error("reference " + file + ": " + what);
@@ -90,17 +90,17 @@ void collect_names(const H5::Group& group, const std::string& prefix,
   }
 }
 
-}  // namespace
+}  // namespace reference
 
 Reference::Reference(const std::string& path) : path_(path) {
   // Errors surface as exceptions; HDF5's own stack dump on stderr would only add noise.
   H5::Exception::dontPrint();
-  file_ =
-      guarded(path_, "open", [&] { return std::make_shared<H5::H5File>(path_, H5F_ACC_RDONLY); });
+  file_ = reference::guarded(path_, "open",
+                             [&] { return std::make_shared<H5::H5File>(path_, H5F_ACC_RDONLY); });
 }
 
 std::vector<std::string> Reference::cases() const {
-  return guarded(path_, "/", [&] {
+  return reference::guarded(path_, "/", [&] {
     std::vector<std::string> out;
     const H5::Group root = file_->openGroup("/");
     for (hsize_t i = 0; i < root.getNumObjs(); ++i) {
@@ -113,8 +113,8 @@ std::vector<std::string> Reference::cases() const {
 
 int64_t Reference::attr_int(const std::string& case_name, const std::string& attr) const {
   const H5::Attribute attribute =
-      open_attribute(path_, *file_, case_name, attr, H5T_INTEGER, "an integer");
-  return guarded(path_, case_name + " attribute " + attr, [&] {
+      reference::open_attribute(path_, *file_, case_name, attr, H5T_INTEGER, "an integer");
+  return reference::guarded(path_, case_name + " attribute " + attr, [&] {
     int64_t value = 0;
     attribute.read(H5::PredType::NATIVE_INT64, &value);
     return value;
@@ -123,8 +123,8 @@ int64_t Reference::attr_int(const std::string& case_name, const std::string& att
 
 std::string Reference::attr_string(const std::string& case_name, const std::string& attr) const {
   const H5::Attribute attribute =
-      open_attribute(path_, *file_, case_name, attr, H5T_STRING, "a string");
-  return guarded(path_, case_name + " attribute " + attr, [&] {
+      reference::open_attribute(path_, *file_, case_name, attr, H5T_STRING, "a string");
+  return reference::guarded(path_, case_name + " attribute " + attr, [&] {
     std::string value;
     attribute.read(attribute.getStrType(), value);
     return value;
@@ -132,11 +132,11 @@ std::string Reference::attr_string(const std::string& case_name, const std::stri
 }
 
 bool Reference::has(const std::string& dataset_path) const {
-  return guarded(path_, dataset_path, [&] {
+  return reference::guarded(path_, dataset_path, [&] {
     // H5Lexists fails rather than answering false when an intermediate group is missing, so
     // walk the path one link at a time.
     std::string prefix;
-    for (const std::string& part : split_path(dataset_path)) {
+    for (const std::string& part : reference::split_path(dataset_path)) {
       prefix += "/" + part;
       if (!file_->nameExists(prefix)) return false;
     }
@@ -146,9 +146,9 @@ bool Reference::has(const std::string& dataset_path) const {
 
 Tensor Reference::tensor(const std::string& dataset_path, DType dtype) const {
   const H5::DataSet dataset =
-      open_dataset(path_, *file_, dataset_path, H5T_FLOAT, "floating-point");
-  return guarded(path_, dataset_path, [&] {
-    const Shape shape = dataset_shape(dataset);
+      reference::open_dataset(path_, *file_, dataset_path, H5T_FLOAT, "floating-point");
+  return reference::guarded(path_, dataset_path, [&] {
+    const Shape shape = reference::dataset_shape(dataset);
     std::vector<double> values(static_cast<size_t>(numel(shape)));
     if (!values.empty()) dataset.read(values.data(), H5::PredType::NATIVE_DOUBLE);
     return Tensor::from_vector(values, shape, dtype);
@@ -156,9 +156,10 @@ Tensor Reference::tensor(const std::string& dataset_path, DType dtype) const {
 }
 
 Mask Reference::mask(const std::string& dataset_path) const {
-  const H5::DataSet dataset = open_dataset(path_, *file_, dataset_path, H5T_INTEGER, "integer");
-  return guarded(path_, dataset_path, [&] {
-    const Shape shape = dataset_shape(dataset);
+  const H5::DataSet dataset =
+      reference::open_dataset(path_, *file_, dataset_path, H5T_INTEGER, "integer");
+  return reference::guarded(path_, dataset_path, [&] {
+    const Shape shape = reference::dataset_shape(dataset);
     std::vector<uint8_t> values(static_cast<size_t>(numel(shape)));
     if (!values.empty()) dataset.read(values.data(), H5::PredType::NATIVE_UINT8);
     return Mask(shape, std::move(values));
@@ -166,19 +167,19 @@ Mask Reference::mask(const std::string& dataset_path) const {
 }
 
 std::vector<std::string> Reference::names(const std::string& group_path) const {
-  return guarded(path_, group_path, [&] {
+  return reference::guarded(path_, group_path, [&] {
     const std::string path = group_path.empty() ? "/" : group_path;
     if (path != "/" && file_->childObjType(path) != H5O_TYPE_GROUP) {
-      fail(path_, group_path + ": not a group");
+      reference::fail(path_, group_path + ": not a group");
     }
     std::vector<std::string> out;
-    collect_names(file_->openGroup(path), "", out);
+    reference::collect_names(file_->openGroup(path), "", out);
     return out;
   });
 }
 
 std::string reference_path() {
-  return GRADLAB_TEST_DATA_DIR "/reference.h5";
+  return GRADLAB_TEST_FIXTURES_DIR "/reference.h5";
 }
 
 }  // namespace gradlab::testing

@@ -1,6 +1,6 @@
-// Read access to tests/data/reference.h5, the PyTorch reference values for multi-head attention
+// Read access to tests/fixtures/reference.h5, the PyTorch reference values for multi-head attention
 // and the pre-LayerNorm transformer block (written by scripts/make_reference.py; the layout is
-// described there and in tests/data/README.md).
+// described there and in tests/fixtures/README.md).
 //
 // Paths are relative to the file's root and use '/' between groups, e.g.
 // "mha_cross/inputs/query" or "block_pre_ln_causal/params/attn.q_proj.weight": parameter names
@@ -56,7 +56,7 @@ class Reference {
   std::shared_ptr<H5::H5File> file_;
 };
 
-// GRADLAB_TEST_DATA_DIR "/reference.h5".
+// GRADLAB_TEST_FIXTURES_DIR "/reference.h5".
 std::string reference_path();
 
 }  // namespace gradlab::testing

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/tensor.h"
 #include "nn/module.h"
 
 namespace gradlab::testing {
@@ -24,6 +25,30 @@ inline std::vector<std::string> with(std::vector<std::string> args,
                                      const std::vector<std::string>& more) {
   args.insert(args.end(), more.begin(), more.end());
   return args;
+}
+
+// Defined, of this shape, and every value exactly equal (small integers and dyadic fractions,
+// which both dtypes hold without rounding).
+inline void expect_exact(const Tensor& t, const Shape& shape, const std::vector<double>& values) {
+  ASSERT_TRUE(t.defined());
+  ASSERT_EQ(t.shape(), shape);
+  const std::vector<double> got = t.to_vector();
+  ASSERT_EQ(got.size(), values.size());
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(got[i], values[i]) << "at flat index " << i;
+}
+
+// Bounds for allclose: |actual - expected| <= atol + rtol * |expected| everywhere.
+struct Tolerance {
+  double rtol, atol;
+};
+
+// Defined, of the expected shape, and allclose within tol; `what` names the tensor.
+inline void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol,
+                         const std::string& what) {
+  ASSERT_TRUE(actual.defined()) << what << " is undefined";
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  EXPECT_TRUE(allclose(actual, expected, tol.rtol, tol.atol))
+      << what << "\nactual:   " << actual << "\nexpected: " << expected;
 }
 
 // Same names in the same order, same shapes and dtypes, and the same bytes.

@@ -9,8 +9,8 @@
 // run on those vectors: each lane does its own head's arithmetic, the softmax needs no sum
 // across a vector, and the causal rule skips the products it would only zero. Results go back
 // through the same transposes. Same results as the per-head kernel up to rounding (the sums
-// run in the same order except the softmax's); tests/test_fused_attention.cpp compares each
-// kernel with the composed ops, on shapes that reach it.
+// run in the same order except the softmax's); tests/autograd/test_fused_attention.cpp compares
+// each kernel with the composed ops, on shapes that reach it.
 #pragma once
 
 #include "autograd/kernels/attention_parts.h"

@@ -17,7 +17,7 @@ using testing::contains;
 using testing::run_gradlab;
 
 std::string fixture(const std::string& name) {
-  return std::string(GRADLAB_TEST_DATA_DIR) + "/" + name;
+  return std::string(GRADLAB_TEST_FIXTURES_DIR) + "/" + name;
 }
 
 // The saved /config entries of a config, and of the config they read back as.

@@ -56,7 +56,7 @@ class Task {
   void validate_prompt(const std::vector<int64_t>& prompt) const;
 
   // Training batch number `step` of the stream `seed`: batch_size samples [B, L], each
-  // prompt, separator, answer (L = sample_length()); a model reads them through its view
+  // prompt, separator, answer (L = sample_length()); a model lays them out with its make_batch
   // (nn/sequence_model.h). Throws ConfigError for step < 0 or batch_size < 1.
   Indices samples(uint64_t seed, int64_t step, int64_t batch_size) const;
   // The fixed held-out set [count, L]: drawn from a stream separate from every training

@@ -113,7 +113,7 @@ struct EvalScope {
 
 }  // namespace
 
-SequenceBatch decoder_view(const Indices& samples, int64_t prompt_length) {
+SequenceBatch decoder_batch(const Indices& samples, int64_t prompt_length) {
   check_samples(samples, prompt_length);
   const int64_t length = samples.shape[1];
   SequenceBatch batch{{}, columns(samples, 0, length - 1), columns(samples, 1, length)};
@@ -126,7 +126,7 @@ SequenceBatch decoder_view(const Indices& samples, int64_t prompt_length) {
   return batch;
 }
 
-SequenceBatch encoder_decoder_view(const Indices& samples, int64_t prompt_length) {
+SequenceBatch encoder_decoder_batch(const Indices& samples, int64_t prompt_length) {
   check_samples(samples, prompt_length);
   const int64_t length = samples.shape[1];
   return {columns(samples, 0, prompt_length), columns(samples, prompt_length, length - 1),
@@ -188,8 +188,8 @@ Tensor DecoderLM::forward_incremental(const Indices& tokens, GenerationCache& ca
   return to_logits(ln_f->forward(h), head, *embed->token_embedding);  // [B, Tn, V]
 }
 
-SequenceBatch DecoderLM::view(const Indices& samples, int64_t prompt_length) const {
-  return decoder_view(samples, prompt_length);
+SequenceBatch DecoderLM::make_batch(const Indices& samples, int64_t prompt_length) const {
+  return decoder_batch(samples, prompt_length);
 }
 
 Tensor DecoderLM::forward(const SequenceBatch& batch, AttentionMaps* maps) const {
@@ -257,8 +257,8 @@ Tensor EncoderDecoder::forward(const Indices& source, const Indices& target_in,
   return decode(encode(source, maps), target_in, maps);
 }
 
-SequenceBatch EncoderDecoder::view(const Indices& samples, int64_t prompt_length) const {
-  return encoder_decoder_view(samples, prompt_length);
+SequenceBatch EncoderDecoder::make_batch(const Indices& samples, int64_t prompt_length) const {
+  return encoder_decoder_batch(samples, prompt_length);
 }
 
 Tensor EncoderDecoder::forward(const SequenceBatch& batch, AttentionMaps* maps) const {

@@ -328,7 +328,8 @@ TEST_F(TrainTest, FutureTokensDoNotChangeEarlierLogits) {
   for (int i = 0; i < 30; ++i) trainer.train_step();
   NoGradGuard no_grad;
   trainer.model().eval();
-  const nn::SequenceBatch batch = trainer.model().view(task.samples(7, 1, 4), task.prompt_length());
+  const nn::SequenceBatch batch =
+      trainer.model().make_batch(task.samples(7, 1, 4), task.prompt_length());
   const int64_t length = batch.inputs.shape[1];
   const Tensor base = trainer.model().forward(batch).to(DType::Float32);
   const int64_t vocab = base.size(-1);

@@ -29,7 +29,7 @@ class DataSource {
   virtual nn::SequenceBatch heldout() const = 0;
 };
 
-// A built-in toy task as the model reads it (its view of the task's samples).
+// A built-in toy task as the model reads it (its make_batch of the task's samples).
 class TaskData : public DataSource {
  public:
   TaskData(const data::TaskConfig& task, std::shared_ptr<const nn::SequenceModel> model,
@@ -45,7 +45,7 @@ class TaskData : public DataSource {
 };
 
 // A text file as a language model reads it: windows of context + 1 tokens, every next token
-// predicted (the model's view with no prompt).
+// predicted (the model's make_batch with no prompt).
 class TextData : public DataSource {
  public:
   enum class Heldout {

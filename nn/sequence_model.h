@@ -1,8 +1,9 @@
 // SequenceModel: the one interface of gradlab's whole models, the decoder-only language model
 // and the encoder-decoder, so that training, evaluation, decoding and attention export never
 // ask which kind they hold. A task sample is "prompt, separator, answer"; each model lays it
-// out as its inputs and targets in its own way (`make_batch`). `make_sequence_model` is the one
-// place that knows the kinds.
+// out as its inputs and targets in its own way (`make_batch`). A model of one's own that reads
+// like a language model implements forward() alone: the rest has decoder-only defaults.
+// `make_sequence_model` is the one place that knows the built-in kinds.
 #pragma once
 
 #include <memory>
@@ -65,16 +66,20 @@ class SequenceModel : public Module {
       : dropout_gen(std::make_shared<Generator>(config.seed + 1)), config_(config) {}
 
   // samples [B, P + 1 + A] (prompt of P tokens, separator, answer) copied into the batch this
-  // model reads: its inputs, and the targets to predict.
-  virtual SequenceBatch make_batch(const Indices& samples, int64_t prompt_length) const = 0;
+  // model reads: its inputs, and the targets to predict. By default the decoder-only layout
+  // (decoder_batch); a model that reads samples another way (the encoder-decoder) overrides it.
+  virtual SequenceBatch make_batch(const Indices& samples, int64_t prompt_length) const;
   // Logits [B, T, V] for batch.inputs (and batch.source); fills maps when given.
   virtual Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const = 0;
   // The mean cross-entropy of forward(batch) over the targets that count.
   Tensor loss(const SequenceBatch& batch) const;
   // The answer_length tokens that follow prompt and separator, each the most likely token
-  // given the ones before (ties go to the lowest token id). Runs in evaluation mode.
+  // given the ones before (ties go to the lowest token id). Runs in evaluation mode, and leaves
+  // the model in training mode. By default for a decoder-only model: one forward() per answer
+  // token, of inputs [1, T] = prompt, separator and the answer so far (no source, every target
+  // kIgnoreTarget), read at the last position. A model that reads a source overrides it.
   virtual std::vector<int64_t> greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
-                                             int64_t answer_length) = 0;
+                                             int64_t answer_length);
 
   // Generation of running text: logits [B, Tn, V] of tokens [B, Tn] that follow the
   // cache.length tokens read before; the cache then holds them too. Equal to forward() on the
@@ -88,6 +93,10 @@ class SequenceModel : public Module {
  private:
   ModelConfig config_;
 };
+
+// The position of the largest logit in the last row of logits [1, T, V] (the first one on a
+// tie): one step of a greedy decode.
+int64_t most_likely_last_token(const Tensor& logits);
 
 // The decoder-only layout: inputs are the sample without its last token, targets the sample
 // shifted by one, kIgnoreTarget up to the separator (only the answer is predicted).

@@ -1,5 +1,5 @@
 // Toy sequence tasks: determinism of the (seed, step) streams, per-task correctness checked
-// against answers computed here from the prompt, the decoder-only and encoder-decoder views,
+// against answers computed here from the prompt, the decoder-only and encoder-decoder batches,
 // the held-out set, and configuration errors.
 #include <gtest/gtest.h>
 

@@ -115,17 +115,18 @@ FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const Atten
   dispatch(first.dtype(), [&]<class T>() {
     const auto operands = layout.template of<const T>(inputs);
     const T s = static_cast<T>(scale);
-    T* w = weights.defined() ? weights.data<T>() : nullptr;
+    T* w = weights.defined() ? weights.mutable_data<T>() : nullptr;
     switch (kernel) {
       case Kernel::Lanes:
-        kernels::attention_lanes_forward<T>(operands, d, view, s, out.data<T>(), w,
-                                            saved.data<T>());
+        kernels::attention_lanes_forward<T>(operands, d, view, s, out.mutable_data<T>(), w,
+                                            saved.mutable_data<T>());
         break;
       case Kernel::Heads:
-        kernels::attention_forward<T>(operands, d, view, s, out.data<T>(), w);
+        kernels::attention_forward<T>(operands, d, view, s, out.mutable_data<T>(), w);
         break;
       case Kernel::Tiles:
-        kernels::attention_tiles_forward<T>(operands, d, view, s, out.data<T>(), saved.data<T>());
+        kernels::attention_tiles_forward<T>(operands, d, view, s, out.mutable_data<T>(),
+                                            saved.mutable_data<T>());
         break;
     }
   });
@@ -164,14 +165,23 @@ FusedAttention run(const std::vector<Tensor>& inputs, const Dims& d, const Atten
   return {out, need_weights ? weights : Tensor()};
 }
 
-// T is float or const float (then the tensors may be const), and the same for double.
+// A tensor's values as the kernels take them: T = const float reads (the inputs, which may be
+// const tensors), T = float writes (the gradients); the same for double.
+template <class T>
+T* values_of(std::conditional_t<std::is_const_v<T>, const Tensor&, Tensor&> t) {
+  if constexpr (std::is_const_v<T>) {
+    return t.template data<std::remove_const_t<T>>();
+  } else {
+    return t.template mutable_data<T>();
+  }
+}
+
 struct SeparateLayout {
   Dims d;
   template <class T, class Tensors>
   Operands<T> of(Tensors& t) const {
-    using Value = std::remove_const_t<T>;
-    return kernels::separate_operands<T>(t[0].template data<Value>(), t[1].template data<Value>(),
-                                         t[2].template data<Value>(), d);
+    return kernels::separate_operands<T>(values_of<T>(t[0]), values_of<T>(t[1]), values_of<T>(t[2]),
+                                         d);
   }
 };
 
@@ -179,7 +189,7 @@ struct PackedLayout {
   Dims d;
   template <class T, class Tensors>
   Operands<T> of(Tensors& t) const {
-    return kernels::packed_operands<T>(t[0].template data<std::remove_const_t<T>>(), d);
+    return kernels::packed_operands<T>(values_of<T>(t[0]), d);
   }
 };
 

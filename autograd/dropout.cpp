@@ -17,7 +17,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   Tensor mask = Tensor::empty(x.shape(), x.dtype());
   const double scale = 1.0 / (1.0 - p);
   dispatch(x.dtype(), [&]<class T>() {
-    T* m = mask.data<T>();
+    T* m = mask.mutable_data<T>();
     for (int64_t i = 0; i < x.numel(); ++i) m[i] = gen.uniform() < p ? T(0) : T(scale);
   });
   return x * mask;

@@ -18,8 +18,8 @@ Tensor binary(const Tensor& a, const Tensor& b, F f, B backward) {
   const Shape shape = broadcast_shapes(op, a.shape(), b.shape());
   Tensor out = Tensor::empty(shape, a.dtype());
   dispatch(a.dtype(), [&]<class T>() {
-    kernels::broadcast_zip(a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.data<T>(), shape,
-                           [&](T x, T y) { return f(x, y); });
+    kernels::broadcast_zip(a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.mutable_data<T>(),
+                           shape, [&](T x, T y) { return f(x, y); });
   });
   return record<Op>(out, {a, b}, [a, b, backward](const Tensor& g) { return backward(g, a, b); });
 }
@@ -29,7 +29,8 @@ template <OpName Op, class F, class DF>
 Tensor unary(const Tensor& x, F f, DF df) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(), [&]<class T>() {
-    kernels::map(x.data<T>(), out.data<T>(), x.numel(), [&](T v) { return static_cast<T>(f(v)); });
+    kernels::map(x.data<T>(), out.mutable_data<T>(), x.numel(),
+                 [&](T v) { return static_cast<T>(f(v)); });
   });
   return record<Op>(out, {x}, [x, y = out.detach(), df](const Tensor& g) {
     Tensor dx = Tensor::empty(x.shape(), x.dtype());
@@ -37,7 +38,7 @@ Tensor unary(const Tensor& x, F f, DF df) {
       const T* xv = x.data<T>();
       const T* yv = y.data<T>();
       const T* gv = g.data<T>();
-      T* d = dx.data<T>();
+      T* d = dx.mutable_data<T>();
       kernels::for_chunks(x.numel(), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) d[i] = gv[i] * static_cast<T>(df(xv[i], yv[i]));
       });
@@ -145,12 +146,14 @@ Tensor relu(const Tensor& x) {
 // output instead of keeping a tensor of its own.
 Tensor gelu(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  dispatch(x.dtype(),
-           [&]<class T>() { kernels::gelu_forward(x.data<T>(), out.data<T>(), x.numel()); });
+  dispatch(x.dtype(), [&]<class T>() {
+    kernels::gelu_forward(x.data<T>(), out.mutable_data<T>(), x.numel());
+  });
   return record<"gelu">(out, {x}, [x, y = out.detach()](const Tensor& g) {
     Tensor dx = Tensor::empty(x.shape(), x.dtype());
     dispatch(x.dtype(), [&]<class T>() {
-      kernels::gelu_backward(x.data<T>(), y.data<T>(), g.data<T>(), dx.data<T>(), x.numel());
+      kernels::gelu_backward(x.data<T>(), y.data<T>(), g.data<T>(), dx.mutable_data<T>(),
+                             x.numel());
     });
     return std::vector<Tensor>{dx};
   });

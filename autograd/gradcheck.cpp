@@ -50,10 +50,10 @@ GradcheckReport gradcheck_tensors(const std::function<Tensor()>& fn, const std::
         input.grad().defined() ? input.grad() : Tensor::zeros(input.shape(), DType::Float64);
     // A fresh writable pointer for every write: each changes input's version, so that values a
     // module keeps from it (nn::StackedLinear's stacked weight) are derived again.
-    auto set = [&input](int64_t i, double value) { input.data<double>()[i] = value; };
+    auto set = [&input](int64_t i, double value) { input.mutable_data<double>()[i] = value; };
     double worst = -1;
     for (int64_t i = 0; i < input.numel(); ++i) {
-      const double saved = std::as_const(input).data<double>()[i];
+      const double saved = input.data<double>()[i];
       set(i, saved + options.eps);
       const double plus = objective(fn()).item();
       set(i, saved - options.eps);

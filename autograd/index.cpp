@@ -61,7 +61,7 @@ Tensor embedding(const Tensor& weight, const Indices& ids) {
     dispatch(g.dtype(), [&]<class T>() {
       const int64_t c = w_shape[1];
       const T* gv = g.data<T>();
-      T* d = dw.data<T>();
+      T* d = dw.mutable_data<T>();
       for (int64_t i = 0; i < ids.numel(); ++i) {
         T* row = d + ids.values[i] * c;
         for (int64_t j = 0; j < c; ++j) row[j] += gv[i * c + j];
@@ -77,7 +77,7 @@ Tensor where(const Mask& mask, const Tensor& a, const Tensor& b) {
       broadcast_shapes("where", mask.shape, broadcast_shapes("where", a.shape(), b.shape()));
   Tensor out = Tensor::empty(shape, a.dtype());
   dispatch(a.dtype(), [&]<class T>() {
-    select(mask, a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.data<T>(), shape);
+    select(mask, a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.mutable_data<T>(), shape);
   });
   return record<"where">(out, {a, b}, [mask, a, b](const Tensor& g) {
     const Tensor zero = Tensor::scalar(0, g.dtype());

@@ -42,7 +42,7 @@ Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool tran
   dispatch(a.dtype(), [&]<class T>() {
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
-    T* op = out.data<T>();
+    T* op = out.mutable_data<T>();
     const T* bias_p = bias ? bias->data<T>() : nullptr;
     if (count == 1) {
       // Not inside the loop's parallel region below, even an inactive one: a parallel region

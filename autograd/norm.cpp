@@ -25,8 +25,8 @@ const T* data_or_null(const Tensor& p) {
 }
 
 template <class T>
-T* data_or_null(Tensor& p) {
-  return p.defined() ? p.data<T>() : nullptr;
+T* mutable_data_or_null(Tensor& p) {
+  return p.defined() ? p.mutable_data<T>() : nullptr;
 }
 
 }  // namespace
@@ -42,8 +42,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor rstd = Tensor::empty({rows}, x.dtype());
   dispatch(x.dtype(), [&]<class T>() {
     kernels::layer_norm_forward(x.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias),
-                                static_cast<T>(eps), rows, channels, out.data<T>(), mean.data<T>(),
-                                rstd.data<T>());
+                                static_cast<T>(eps), rows, channels, out.mutable_data<T>(),
+                                mean.mutable_data<T>(), rstd.mutable_data<T>());
   });
   return record<"layer_norm">(
       out, {x, weight, bias}, [x, weight, bias, mean, rstd, rows, channels](const Tensor& g) {
@@ -52,8 +52,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
         Tensor db = bias.defined() ? Tensor::empty(bias.shape(), x.dtype()) : Tensor();
         dispatch(x.dtype(), [&]<class T>() {
           kernels::layer_norm_backward(x.data<T>(), g.data<T>(), data_or_null<T>(weight),
-                                       mean.data<T>(), rstd.data<T>(), rows, channels, dx.data<T>(),
-                                       data_or_null<T>(dw), data_or_null<T>(db));
+                                       mean.data<T>(), rstd.data<T>(), rows, channels,
+                                       dx.mutable_data<T>(), mutable_data_or_null<T>(dw),
+                                       mutable_data_or_null<T>(db));
         });
         return std::vector<Tensor>{dx, dw, db};
       });

@@ -26,7 +26,7 @@ Tensor positive(Generator& gen, const Shape& shape) {
 // Normal values pushed at least 0.2 away from zero, clear of kinks for a 1e-6 step.
 Tensor away_from_zero(Generator& gen, const Shape& shape) {
   Tensor t = normal(gen, shape);
-  double* v = t.data<double>();
+  double* v = t.mutable_data<double>();
   for (int64_t i = 0; i < t.numel(); ++i) v[i] = std::copysign(0.2 + std::abs(v[i]), v[i]);
   return t;
 }

@@ -83,7 +83,8 @@ void sum_into(const T* x, const Shape& x_shape, T* out, const Shape& kept) {
 // The reduction shared by sum and sum_to: result has shape `kept` (keepdim layout).
 Tensor sum_kept(const Tensor& x, const Shape& kept) {
   Tensor out = Tensor::zeros(kept, x.dtype());
-  dispatch(x.dtype(), [&]<class T>() { sum_into(x.data<T>(), x.shape(), out.data<T>(), kept); });
+  dispatch(x.dtype(),
+           [&]<class T>() { sum_into(x.data<T>(), x.shape(), out.mutable_data<T>(), kept); });
   return out;
 }
 
@@ -174,7 +175,7 @@ Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
   Tensor out = Tensor::empty(reduced_shape(x.shape(), a, keepdim), x.dtype());
   dispatch(x.dtype(), [&]<class T>() {
     const T* p = x.data<T>();
-    T* o = out.data<T>();
+    T* o = out.mutable_data<T>();
     for (int64_t j = 0; j < v.outer * v.inner; ++j) {
       const int64_t outer = j / v.inner, k = j % v.inner;
       o[j] = p[(outer * v.n + best[j]) * v.inner + k];
@@ -184,7 +185,7 @@ Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
     Tensor dx = Tensor::zeros(x_shape, g.dtype());
     dispatch(g.dtype(), [&]<class T>() {
       const T* gv = g.data<T>();
-      T* d = dx.data<T>();
+      T* d = dx.mutable_data<T>();
       for (int64_t j = 0; j < v.outer * v.inner; ++j) {
         d[(j / v.inner * v.n + best[j]) * v.inner + j % v.inner] = gv[j];
       }
@@ -207,7 +208,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   Tensor out = Tensor::empty(shape, x.dtype());
   dispatch(x.dtype(), [&]<class T>() {
     const T zero = 0;
-    kernels::broadcast_zip(x.data<T>(), x.shape(), &zero, Shape{}, out.data<T>(), shape,
+    kernels::broadcast_zip(x.data<T>(), x.shape(), &zero, Shape{}, out.mutable_data<T>(), shape,
                            [](T a, T) { return a; });
   });
   return record<"broadcast_to">(out, {x}, [x_shape = x.shape()](const Tensor& g) {

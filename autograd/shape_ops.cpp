@@ -93,7 +93,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   if (n > 0) {
     dispatch(x.dtype(), [&]<class T>() {
       const T* in = x.data<T>();
-      T* o = out.data<T>();
+      T* o = out.mutable_data<T>();
       if (rank == 0) {
         o[0] = in[0];
         return;

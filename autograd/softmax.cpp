@@ -19,12 +19,13 @@ SoftmaxRows rows_of(const char* op, const Tensor& x, int64_t axis) {
 Tensor softmax(const Tensor& x, int64_t axis) {
   const SoftmaxRows rows = rows_of("softmax", x, axis);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  dispatch(x.dtype(),
-           [&]<class T>() { kernels::softmax_rows_forward(x.data<T>(), y.data<T>(), rows); });
+  dispatch(x.dtype(), [&]<class T>() {
+    kernels::softmax_rows_forward(x.data<T>(), y.mutable_data<T>(), rows);
+  });
   return record<"softmax">(y, {x}, [rows, y = y.detach()](const Tensor& g) {
     Tensor dx = Tensor::empty(g.shape(), g.dtype());
     dispatch(g.dtype(), [&]<class T>() {
-      kernels::softmax_rows_backward(y.data<T>(), g.data<T>(), dx.data<T>(), rows);
+      kernels::softmax_rows_backward(y.data<T>(), g.data<T>(), dx.mutable_data<T>(), rows);
     });
     return std::vector<Tensor>{dx};
   });
@@ -33,12 +34,13 @@ Tensor softmax(const Tensor& x, int64_t axis) {
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   const SoftmaxRows rows = rows_of("log_softmax", x, axis);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  dispatch(x.dtype(),
-           [&]<class T>() { kernels::log_softmax_rows_forward(x.data<T>(), y.data<T>(), rows); });
+  dispatch(x.dtype(), [&]<class T>() {
+    kernels::log_softmax_rows_forward(x.data<T>(), y.mutable_data<T>(), rows);
+  });
   return record<"log_softmax">(y, {x}, [rows, y = y.detach()](const Tensor& g) {
     Tensor dx = Tensor::empty(g.shape(), g.dtype());
     dispatch(g.dtype(), [&]<class T>() {
-      kernels::log_softmax_rows_backward(y.data<T>(), g.data<T>(), dx.data<T>(), rows);
+      kernels::log_softmax_rows_backward(y.data<T>(), g.data<T>(), dx.mutable_data<T>(), rows);
     });
     return std::vector<Tensor>{dx};
   });
@@ -67,7 +69,7 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, int64_t ignor
   const double scale = counted > 0 ? 1.0 / static_cast<double>(counted) : 0.0;
   const double loss = dispatch(logits.dtype(), [&]<class T>() {
     return kernels::cross_entropy_forward(logits.data<T>(), targets.values.data(), targets.numel(),
-                                          classes, ignore_index, log_probs.data<T>()) *
+                                          classes, ignore_index, log_probs.mutable_data<T>()) *
            scale;
   });
   Tensor out = Tensor::scalar(loss, logits.dtype());
@@ -78,7 +80,7 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, int64_t ignor
         dispatch(g.dtype(), [&]<class T>() {
           kernels::cross_entropy_backward(log_probs.data<T>(), targets.values.data(),
                                           targets.numel(), classes, ignore_index,
-                                          static_cast<T>(g.item() * scale), dx.data<T>());
+                                          static_cast<T>(g.item() * scale), dx.mutable_data<T>());
         });
         return std::vector<Tensor>{dx};
       });

@@ -24,7 +24,7 @@ std::shared_ptr<detail::Node> make_node(const Shape& shape, DType dtype) {
 
 template <class T, class F>
 void fill_with(Tensor& t, F&& value_at) {
-  T* p = t.data<T>();
+  T* p = t.mutable_data<T>();
   const int64_t n = t.numel();
   for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value_at(i));
 }
@@ -77,7 +77,7 @@ Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape)
                      " values do not fill shape " + to_string(shape));
   }
   Tensor t = empty(shape, DType::Float32);
-  std::copy(values.begin(), values.end(), t.data<float>());
+  std::copy(values.begin(), values.end(), t.mutable_data<float>());
   return t;
 }
 
@@ -105,9 +105,9 @@ DType Tensor::dtype() const {
   return node_->dtype;
 }
 
-void Tensor::check_dtype(DType requested) const {
+void Tensor::check_dtype(const char* accessor, DType requested) const {
   if (dtype() != requested) {
-    throw DTypeError(std::string("data: tensor is ") + dtype_name(dtype()) + ", requested " +
+    throw DTypeError(std::string(accessor) + ": tensor is " + dtype_name(dtype()) + ", requested " +
                      dtype_name(requested));
   }
 }
@@ -152,7 +152,8 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(DType target) const {
   Tensor out = empty(shape(), target);
   dispatch(dtype(), [&]<class S>() {
-    dispatch(target, [&]<class T>() { std::copy(data<S>(), data<S>() + numel(), out.data<T>()); });
+    dispatch(target,
+             [&]<class T>() { std::copy(data<S>(), data<S>() + numel(), out.mutable_data<T>()); });
   });
   return out;
 }

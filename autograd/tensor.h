@@ -57,16 +57,20 @@ class Tensor {
   int64_t numel() const;
   DType dtype() const;
 
-  // Raw row-major data; throws DTypeError if T does not match dtype(). The writable form
-  // changes version(): take a fresh pointer for writes that follow a use of the values.
-  template <class T>
-  T* data();
+  // Raw row-major data; both throw DTypeError if T does not match dtype().
+  // data<T>() reads: it never changes version(), on a const or a non-const tensor alike.
   template <class T>
   const T* data() const;
-  // Changes whenever the values may have changed (a writable data<T>() pointer was handed out,
-  // copy_from, set_data) and never repeats, even across tensors: a value derived from this
-  // tensor and kept with its version (a module's cache) is still valid while it is the same.
-  // Handles sharing storage (detach, reshape) share the version.
+  // mutable_data<T>() is the only way to write the values in place, and it changes version()
+  // when it hands out the pointer: take a fresh one for writes that follow a use of the values
+  // (a cache rebuilt in between would otherwise miss them).
+  template <class T>
+  T* mutable_data();
+  // Tracks in-place writes: it changes whenever the values may have changed (a mutable_data<T>()
+  // pointer was handed out, copy_from, set_data), never on a read, and never repeats, even
+  // across tensors. A value derived from this tensor and kept with its version (a module's
+  // cache of stacked parameters) is still valid while it is the same. Handles sharing storage
+  // (detach, reshape) share the version.
   uint64_t version() const;
 
   // The single value of a one-element tensor, as double.
@@ -116,7 +120,7 @@ class Tensor {
   explicit Tensor(std::shared_ptr<detail::Node> node) : node_(std::move(node)) {}
 
  private:
-  void check_dtype(DType requested) const;
+  void check_dtype(const char* accessor, DType requested) const;
   std::shared_ptr<detail::Node> node_;
 };
 
@@ -170,16 +174,16 @@ struct Node {
 }  // namespace detail
 
 template <class T>
-T* Tensor::data() {
-  check_dtype(dtype_of<T>());
-  node_->storage->mark_written();
-  return static_cast<T*>(node_->storage->data());
+const T* Tensor::data() const {
+  check_dtype("data", dtype_of<T>());
+  return static_cast<const T*>(node_->storage->data());
 }
 
 template <class T>
-const T* Tensor::data() const {
-  check_dtype(dtype_of<T>());
-  return static_cast<const T*>(node_->storage->data());
+T* Tensor::mutable_data() {
+  check_dtype("mutable_data", dtype_of<T>());
+  node_->storage->mark_written();
+  return static_cast<T*>(node_->storage->data());
 }
 
 }  // namespace gradlab

@@ -24,7 +24,7 @@ void BM_Matmul(benchmark::State& state) {
   const Tensor b = Tensor::randn({n, n}, gen);
   for (auto _ : state) {
     Tensor c = gradlab::matmul(a, b);
-    float* out = c.data<float>();
+    const float* out = c.data<float>();
     benchmark::DoNotOptimize(out);
     benchmark::ClobberMemory();
   }
@@ -47,7 +47,7 @@ void BM_Softmax(benchmark::State& state) {
   const Tensor x = Tensor::randn({64, 4, 64, 64}, gen);
   for (auto _ : state) {
     Tensor y = gradlab::softmax(x, -1);
-    float* out = y.data<float>();
+    const float* out = y.data<float>();
     benchmark::DoNotOptimize(out);
     benchmark::ClobberMemory();
   }
@@ -71,8 +71,8 @@ void BM_GraphForwardBackward(benchmark::State& state) {
     bias.zero_grad();
     Tensor loss = gradlab::sum(gradlab::gelu(gradlab::matmul(x, w) + bias));
     loss.backward();
-    float* grad_w = w.grad().data<float>();
-    float* grad_bias = bias.grad().data<float>();
+    const float* grad_w = w.grad().data<float>();
+    const float* grad_bias = bias.grad().data<float>();
     benchmark::DoNotOptimize(grad_w);
     benchmark::DoNotOptimize(grad_bias);
     benchmark::ClobberMemory();

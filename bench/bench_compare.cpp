@@ -64,7 +64,7 @@ void BM_Mha(benchmark::State& state, gb::MhaShape s) {
   const double check = iteration().item();  // warm-up
   for (auto _ : state) {
     Tensor loss = iteration();
-    float* grad = x.grad().data<float>();
+    const float* grad = x.grad().data<float>();
     benchmark::DoNotOptimize(grad);
     benchmark::ClobberMemory();
   }
@@ -172,7 +172,7 @@ void BM_MatmulSquare(benchmark::State& state, int64_t n) {
   }
   for (auto _ : state) {
     Tensor c = gradlab::matmul(a, b);
-    float* out = c.data<float>();
+    const float* out = c.data<float>();
     benchmark::DoNotOptimize(out);
     benchmark::ClobberMemory();
   }

@@ -152,11 +152,11 @@ TaskData::TaskData(const TaskConfig& task, std::shared_ptr<const nn::SequenceMod
     : TaskData(make_sequence_task(task), std::move(model), seed, batch_size, heldout_size) {}
 
 nn::SequenceBatch TaskData::training_batch(int64_t step) const {
-  return model_->view(task_->samples(seed_, step, batch_size_), task_->prompt_length());
+  return model_->make_batch(task_->samples(seed_, step, batch_size_), task_->prompt_length());
 }
 
 nn::SequenceBatch TaskData::heldout() const {
-  return model_->view(task_->heldout(seed_, heldout_size_), task_->prompt_length());
+  return model_->make_batch(task_->heldout(seed_, heldout_size_), task_->prompt_length());
 }
 
 }  // namespace gradlab::data

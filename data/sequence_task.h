@@ -52,7 +52,7 @@ class SequenceTask : public Task {
   void validate_prompt(const std::vector<int64_t>& prompt) const;
 
   // Training batch number `step` of the stream `seed`: batch_size samples [B, L], each
-  // prompt, separator, answer (L = sample_length()); a model reads them through its view
+  // prompt, separator, answer (L = sample_length()); a model lays them out with its make_batch
   // (nn/sequence_model.h). Throws ConfigError for step < 0 or batch_size < 1.
   Indices samples(uint64_t seed, int64_t step, int64_t batch_size) const;
   // The fixed held-out set [count, L]: drawn from a stream separate from every training
@@ -91,7 +91,7 @@ std::vector<ConfigField> sequence_task_fields(TaskConfig& config);
 // task that is not a sequence task, or a bad size.
 std::unique_ptr<SequenceTask> make_sequence_task(const TaskConfig& config);
 
-// A sequence task as the model reads it (its view of the task's samples).
+// A sequence task as the model reads it (its make_batch of the task's samples).
 class TaskData : public DataSource {
  public:
   TaskData(std::shared_ptr<const SequenceTask> task, std::shared_ptr<const nn::SequenceModel> model,

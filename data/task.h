@@ -58,7 +58,7 @@ class Task {
   // stores in config.text.vocabulary unless config has one already). Throws ConfigError
   // naming the file or flag. Nothing to do for a generated task.
   virtual void prepare(TaskConfig&) {}
-  // The task's batches and held-out set as `model` reads them (nn::SequenceModel::view).
+  // The task's batches and held-out set as `model` reads them (nn::SequenceModel::make_batch).
   virtual std::shared_ptr<const DataSource> data_source(
       std::shared_ptr<const nn::SequenceModel> model, uint64_t seed, int64_t batch_size,
       int64_t eval_size) const = 0;

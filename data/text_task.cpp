@@ -23,17 +23,17 @@ TextData::TextData(std::shared_ptr<const TextCorpus> corpus,
 }
 
 nn::SequenceBatch TextData::training_batch(int64_t step) const {
-  return model_->view(corpus_->training_windows(seed_, step, batch_size_, context_), 0);
+  return model_->make_batch(corpus_->training_windows(seed_, step, batch_size_, context_), 0);
 }
 
 nn::SequenceBatch TextData::heldout() const {
   switch (heldout_) {
     case Heldout::Windows:
-      return model_->view(corpus_->validation_windows(seed_, count_, context_), 0);
+      return model_->make_batch(corpus_->validation_windows(seed_, count_, context_), 0);
     case Heldout::ValidationSplit:
-      return model_->view(corpus_->validation_all(context_), 0);
+      return model_->make_batch(corpus_->validation_all(context_), 0);
     case Heldout::WholeFile:
-      return model_->view(corpus_->all_windows(context_), 0);
+      return model_->make_batch(corpus_->all_windows(context_), 0);
   }
   throw std::logic_error("TextData: unknown held-out set");
 }

@@ -1,5 +1,5 @@
 // The text task: a language model on a file of the user's, read as windows of context + 1
-// tokens, every next token predicted (the model's view with no prompt). Its options are
+// tokens, every next token predicted (the model's make_batch with no prompt). Its options are
 // data::TextOptions; its data sources are TextData.
 #pragma once
 

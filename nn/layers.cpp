@@ -75,7 +75,7 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t max_len, int6
     : table_(Tensor::empty({max_len, dim}, DType::Float64)) {
   check_positive("SinusoidalPositionalEncoding", "max_len", max_len);
   check_positive("SinusoidalPositionalEncoding", "dim", dim);
-  double* p = table_.data<double>();
+  double* p = table_.mutable_data<double>();
   for (int64_t t = 0; t < max_len; ++t) {
     for (int64_t i = 0; i < dim; ++i) {
       const double angle =

@@ -72,18 +72,6 @@ Tensor run_blocks(const std::vector<std::shared_ptr<TransformerBlock>>& blocks, 
   return x;
 }
 
-// Position of the largest logit in the last row of logits [1, T, V] (the first one on a tie).
-int64_t argmax_last_row(const Tensor& logits) {
-  const Tensor row = logits.to(DType::Float32);
-  const int64_t vocab = row.size(-1);
-  const float* last = row.data<float>() + (row.numel() - vocab);
-  int64_t best = 0;
-  for (int64_t v = 1; v < vocab; ++v) {
-    if (last[v] > last[best]) best = v;
-  }
-  return best;
-}
-
 // Columns [begin, end) of every row of samples [B, L].
 Indices columns(const Indices& samples, int64_t begin, int64_t end) {
   const int64_t rows = samples.shape[0], length = samples.shape[1];
@@ -104,16 +92,9 @@ void check_samples(const Indices& samples, int64_t prompt_length) {
   }
 }
 
-// Puts the model in evaluation mode for a scope, and back into training mode after it.
-struct EvalScope {
-  explicit EvalScope(Module& m) : module(m) { module.eval(); }
-  ~EvalScope() { module.train(); }
-  Module& module;
-};
-
 }  // namespace
 
-SequenceBatch decoder_view(const Indices& samples, int64_t prompt_length) {
+SequenceBatch decoder_batch(const Indices& samples, int64_t prompt_length) {
   check_samples(samples, prompt_length);
   const int64_t length = samples.shape[1];
   SequenceBatch batch{{}, columns(samples, 0, length - 1), columns(samples, 1, length)};
@@ -126,7 +107,7 @@ SequenceBatch decoder_view(const Indices& samples, int64_t prompt_length) {
   return batch;
 }
 
-SequenceBatch encoder_decoder_view(const Indices& samples, int64_t prompt_length) {
+SequenceBatch encoder_decoder_batch(const Indices& samples, int64_t prompt_length) {
   check_samples(samples, prompt_length);
   const int64_t length = samples.shape[1];
   return {columns(samples, 0, prompt_length), columns(samples, prompt_length, length - 1),
@@ -188,25 +169,8 @@ Tensor DecoderLM::forward_incremental(const Indices& tokens, GenerationCache& ca
   return to_logits(ln_f->forward(h), head, *embed->token_embedding);  // [B, Tn, V]
 }
 
-SequenceBatch DecoderLM::view(const Indices& samples, int64_t prompt_length) const {
-  return decoder_view(samples, prompt_length);
-}
-
 Tensor DecoderLM::forward(const SequenceBatch& batch, AttentionMaps* maps) const {
   return forward(batch.inputs, maps);
-}
-
-std::vector<int64_t> DecoderLM::greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
-                                              int64_t answer_length) {
-  NoGradGuard no_grad;
-  EvalScope eval(*this);
-  std::vector<int64_t> sequence = prompt;
-  sequence.push_back(separator);
-  for (int64_t i = 0; i < answer_length; ++i) {
-    const int64_t length = static_cast<int64_t>(sequence.size());
-    sequence.push_back(argmax_last_row(forward(Indices({1, length}, sequence))));
-  }
-  return {sequence.end() - answer_length, sequence.end()};
 }
 
 EncoderDecoder::EncoderDecoder(const ModelConfig& config) : SequenceModel(config) {
@@ -257,8 +221,8 @@ Tensor EncoderDecoder::forward(const Indices& source, const Indices& target_in,
   return decode(encode(source, maps), target_in, maps);
 }
 
-SequenceBatch EncoderDecoder::view(const Indices& samples, int64_t prompt_length) const {
-  return encoder_decoder_view(samples, prompt_length);
+SequenceBatch EncoderDecoder::make_batch(const Indices& samples, int64_t prompt_length) const {
+  return encoder_decoder_batch(samples, prompt_length);
 }
 
 Tensor EncoderDecoder::forward(const SequenceBatch& batch, AttentionMaps* maps) const {
@@ -273,7 +237,7 @@ std::vector<int64_t> EncoderDecoder::greedy_decode(const std::vector<int64_t>& p
   std::vector<int64_t> target{separator};
   for (int64_t i = 0; i < answer_length; ++i) {
     const int64_t length = static_cast<int64_t>(target.size());
-    target.push_back(argmax_last_row(decode(memory, Indices({1, length}, target))));
+    target.push_back(most_likely_last_token(decode(memory, Indices({1, length}, target))));
   }
   return {target.begin() + 1, target.end()};
 }

@@ -31,10 +31,8 @@ class DecoderLM : public SequenceModel {
   // maps->decoder_self.
   Tensor forward(const Indices& tokens, AttentionMaps* maps = nullptr) const;
 
-  SequenceBatch view(const Indices& samples, int64_t prompt_length) const override;
+  // The batch layout and greedy decode are SequenceModel's decoder-only defaults.
   Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const override;
-  std::vector<int64_t> greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
-                                     int64_t answer_length) override;
   Tensor forward_incremental(const Indices& tokens, GenerationCache& cache) const override;
 
   std::shared_ptr<TokenAndPosition> embed;
@@ -59,7 +57,7 @@ class EncoderDecoder : public SequenceModel {
   Tensor decode(const Tensor& memory, const Indices& target_in,
                 AttentionMaps* maps = nullptr) const;
 
-  SequenceBatch view(const Indices& samples, int64_t prompt_length) const override;
+  SequenceBatch make_batch(const Indices& samples, int64_t prompt_length) const override;
   Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const override;
   std::vector<int64_t> greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
                                      int64_t answer_length) override;

@@ -54,4 +54,17 @@ class Module {
   bool training_ = true;
 };
 
+// Evaluation mode for a scope (a decode, an export), and training mode after it: the mode
+// gradlab's loops keep a model in between such uses.
+class EvalScope {
+ public:
+  explicit EvalScope(Module& module) : module_(module) { module_.eval(); }
+  ~EvalScope() { module_.train(); }
+  EvalScope(const EvalScope&) = delete;
+  EvalScope& operator=(const EvalScope&) = delete;
+
+ private:
+  Module& module_;
+};
+
 }  // namespace gradlab::nn

@@ -1,4 +1,5 @@
-// The loss every SequenceModel shares, and the factory: the one place that knows the kinds.
+// What every SequenceModel has unless it says otherwise (the loss, and the decoder-only batch
+// layout and greedy decode), and the factory: the one place that knows the built-in kinds.
 #include "nn/sequence_model.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "autograd/graph.h"
 #include "autograd/softmax.h"
 #include "nn/models.h"
 
@@ -99,6 +101,38 @@ const ModelKind& kind_named(const std::string& name) {
 
 Tensor SequenceModel::loss(const SequenceBatch& batch) const {
   return cross_entropy(forward(batch), batch.targets, kIgnoreTarget);
+}
+
+SequenceBatch SequenceModel::make_batch(const Indices& samples, int64_t prompt_length) const {
+  return decoder_batch(samples, prompt_length);
+}
+
+std::vector<int64_t> SequenceModel::greedy_decode(const std::vector<int64_t>& prompt,
+                                                  int64_t separator, int64_t answer_length) {
+  NoGradGuard no_grad;
+  EvalScope eval(*this);
+  std::vector<int64_t> sequence = prompt;
+  sequence.push_back(separator);
+  for (int64_t i = 0; i < answer_length; ++i) {
+    const int64_t length = static_cast<int64_t>(sequence.size());
+    const SequenceBatch batch{
+        {},
+        Indices({1, length}, sequence),
+        Indices({1, length}, std::vector<int64_t>(sequence.size(), kIgnoreTarget))};
+    sequence.push_back(most_likely_last_token(forward(batch)));
+  }
+  return {sequence.end() - answer_length, sequence.end()};
+}
+
+int64_t most_likely_last_token(const Tensor& logits) {
+  const Tensor row = logits.to(DType::Float32);
+  const int64_t vocab = row.size(-1);
+  const float* last = row.data<float>() + (row.numel() - vocab);
+  int64_t best = 0;
+  for (int64_t v = 1; v < vocab; ++v) {
+    if (last[v] > last[best]) best = v;
+  }
+  return best;
 }
 
 Tensor SequenceModel::forward_incremental(const Indices&, GenerationCache&) const {

@@ -1,7 +1,9 @@
 // SequenceModel: the one interface of gradlab's whole models, the decoder-only language model
 // and the encoder-decoder, so that training, evaluation, decoding and attention export never
-// ask which kind they hold. A task sample is "prompt, separator, answer"; each model reads it
-// in its own way (`view`). `make_sequence_model` is the one place that knows the kinds.
+// ask which kind they hold. A task sample is "prompt, separator, answer"; each model lays it
+// out as its inputs and targets in its own way (`make_batch`). A model of one's own that reads
+// like a language model implements forward() alone: the rest has decoder-only defaults.
+// `make_sequence_model` is the one place that knows the built-in kinds.
 #pragma once
 
 #include <memory>
@@ -63,16 +65,21 @@ class SequenceModel : public Module {
   explicit SequenceModel(const ModelConfig& config)
       : dropout_gen(std::make_shared<Generator>(config.seed + 1)), config_(config) {}
 
-  // samples [B, P + 1 + A] (prompt of P tokens, separator, answer) as this model reads them.
-  virtual SequenceBatch view(const Indices& samples, int64_t prompt_length) const = 0;
+  // samples [B, P + 1 + A] (prompt of P tokens, separator, answer) copied into the batch this
+  // model reads: its inputs, and the targets to predict. By default the decoder-only layout
+  // (decoder_batch); a model that reads samples another way (the encoder-decoder) overrides it.
+  virtual SequenceBatch make_batch(const Indices& samples, int64_t prompt_length) const;
   // Logits [B, T, V] for batch.inputs (and batch.source); fills maps when given.
   virtual Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const = 0;
   // The mean cross-entropy of forward(batch) over the targets that count.
   Tensor loss(const SequenceBatch& batch) const;
   // The answer_length tokens that follow prompt and separator, each the most likely token
-  // given the ones before (ties go to the lowest token id). Runs in evaluation mode.
+  // given the ones before (ties go to the lowest token id). Runs in evaluation mode, and leaves
+  // the model in training mode. By default for a decoder-only model: one forward() per answer
+  // token, of inputs [1, T] = prompt, separator and the answer so far (no source, every target
+  // kIgnoreTarget), read at the last position. A model that reads a source overrides it.
   virtual std::vector<int64_t> greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
-                                             int64_t answer_length) = 0;
+                                             int64_t answer_length);
 
   // Generation of running text: logits [B, Tn, V] of tokens [B, Tn] that follow the
   // cache.length tokens read before; the cache then holds them too. Equal to forward() on the
@@ -87,12 +94,16 @@ class SequenceModel : public Module {
   ModelConfig config_;
 };
 
-// The decoder-only view: inputs are the sample without its last token, targets the sample
+// The position of the largest logit in the last row of logits [1, T, V] (the first one on a
+// tie): one step of a greedy decode.
+int64_t most_likely_last_token(const Tensor& logits);
+
+// The decoder-only layout: inputs are the sample without its last token, targets the sample
 // shifted by one, kIgnoreTarget up to the separator (only the answer is predicted).
-SequenceBatch decoder_view(const Indices& samples, int64_t prompt_length);
-// The encoder-decoder view: source is the prompt, inputs the separator and the answer without
+SequenceBatch decoder_batch(const Indices& samples, int64_t prompt_length);
+// The encoder-decoder layout: source is the prompt, inputs the separator and the answer without
 // its last token, targets the answer.
-SequenceBatch encoder_decoder_view(const Indices& samples, int64_t prompt_length);
+SequenceBatch encoder_decoder_batch(const Indices& samples, int64_t prompt_length);
 
 // Model kinds, as the `--model` flag names them: "decoder" (decoder-only) and "seq2seq"
 // (encoder-decoder).
@@ -101,7 +112,7 @@ const std::vector<std::string>& model_kinds();
 // for an unknown kind.
 int64_t positions_needed(const std::string& kind, int64_t prompt_length, int64_t answer_length);
 // Positions the kind needs to read windows of running text, context tokens at a time (samples
-// with no prompt: view(windows [B, context + 1], 0)). Throws ConfigError for a kind that
+// with no prompt: make_batch(windows [B, context + 1], 0)). Throws ConfigError for a kind that
 // cannot read running text, or an unknown kind.
 int64_t positions_for_windows(const std::string& kind, int64_t context);
 // What a model of the kind holds, counted from config without building it (so that sizes the

@@ -4,7 +4,7 @@
 // Why a kept copy and not parameters that are views into one buffer: tensors here own whole
 // buffers (no offsets), and a module's parameters get replaced wholesale (Module::to,
 // checkpoints), which would break such views. Tensor::version() tells when a parameter may have
-// been written (by the optimizer, copy_from, set_data, any writable data<T>() pointer), so the
+// been written (by the optimizer, copy_from, set_data, any mutable_data<T>() pointer), so the
 // copy is made again exactly then: once per optimizer step in training, never between steps
 // (evaluation, generation, gradient accumulation).
 #include "nn/stacked_linear.h"

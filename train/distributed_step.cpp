@@ -98,7 +98,7 @@ void Trainer::sum_gradients() {
   flat = gradient_buffer_.data();
   for (Tensor& p : params) {
     Tensor grad = Tensor::empty(p.shape());
-    std::copy_n(flat, p.numel(), grad.data<float>());
+    std::copy_n(flat, p.numel(), grad.mutable_data<float>());
     p.set_grad(grad);
     flat += p.numel();
   }

@@ -173,9 +173,9 @@ class SGD final : public StatefulOptimizer {
         const kernels::SgdStep<T> step{static_cast<T>(-lr),
                                        static_cast<T>(slot.decay ? weight_decay_ : 0.0),
                                        static_cast<T>(momentum_), nesterov_};
-        updates_.of<T>().push_back({slot.param.data<T>(), grad.data<T>(),
-                                    slot.first.defined() ? slot.first.data<T>() : nullptr, nullptr,
-                                    slot.param.numel(), step});
+        updates_.of<T>().push_back({slot.param.mutable_data<T>(), grad.data<T>(),
+                                    slot.first.defined() ? slot.first.mutable_data<T>() : nullptr,
+                                    nullptr, slot.param.numel(), step});
       });
     }
     updates_.run([](const auto& u, int64_t begin, int64_t end) {
@@ -231,8 +231,9 @@ class Adam final : public StatefulOptimizer {
                                         static_cast<T>(bias_correction2_sqrt),
                                         static_cast<T>(eps_),
                                         static_cast<T>(-step_size)};
-        updates_.of<T>().push_back({slot.param.data<T>(), grad.data<T>(), slot.first.data<T>(),
-                                    slot.second.data<T>(), slot.param.numel(), step});
+        updates_.of<T>().push_back({slot.param.mutable_data<T>(), grad.data<T>(),
+                                    slot.first.mutable_data<T>(), slot.second.mutable_data<T>(),
+                                    slot.param.numel(), step});
       });
     }
     updates_.run([](const auto& u, int64_t begin, int64_t end) {
@@ -369,7 +370,7 @@ double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
     Tensor grad = p.grad();
     if (!grad.defined()) continue;
     dispatch(grad.dtype(), [&]<class T>() {
-      T* g = grad.data<T>();
+      T* g = grad.mutable_data<T>();
       const T c = static_cast<T>(coef);
       const int64_t n = grad.numel();
       for (int64_t i = 0; i < n; ++i) g[i] *= c;

@@ -30,7 +30,7 @@ std::vector<int64_t> addition(int64_t a, int64_t b) {
 }
 
 // Batches as a pure function of the step (the held-out set from a stream no step uses), read
-// through the model's own view of "prompt, separator, answer".
+// laid out by the model's own make_batch of "prompt, separator, answer".
 class AdditionData : public train::DataSource {
  public:
   AdditionData(std::shared_ptr<const nn::SequenceModel> model, int64_t batch_size)
@@ -50,7 +50,7 @@ class AdditionData : public train::DataSource {
       values.insert(values.end(), s.begin(), s.end());
     }
     const int64_t length = kPromptLength + 1 + kAnswerLength;
-    return model_->view(Indices({count, length}, values), kPromptLength);
+    return model_->make_batch(Indices({count, length}, values), kPromptLength);
   }
 
   std::shared_ptr<const nn::SequenceModel> model_;

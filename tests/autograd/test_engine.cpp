@@ -149,7 +149,7 @@ TEST(Engine, DetachSharesValuesWithoutGrad) {
   EXPECT_FALSE(d.same(x));
   expect_values(d, {3}, {1, 2, 3});
   // Same storage: a write through one handle shows through the other.
-  d.data<double>()[1] = 20;
+  d.mutable_data<double>()[1] = 20;
   EXPECT_EQ(x.at({1}), 20);
 
   // The detached copy is a constant: d sum(d * x) / dx = d = [1, 20, 3], and d gets nothing.
@@ -296,7 +296,7 @@ TEST(Engine, LeafGradientIsACopy) {
   Tensor g = tensor({3, 4}, DType::Float64);
   x.backward(g);
   expect_values(x.grad(), {2}, {3, 4});
-  g.data<double>()[0] = 100;
+  g.mutable_data<double>()[0] = 100;
   EXPECT_EQ(x.grad().at({0}), 3);
 }
 

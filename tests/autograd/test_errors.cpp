@@ -265,6 +265,9 @@ TEST(Errors, DataOfTheWrongType) {
   expect_throw_with<DTypeError>([&] { f.data<double>(); }, {"data", "float32", "float64"});
   const Tensor d = Tensor::zeros({2}, DType::Float64);
   expect_throw_with<DTypeError>([&] { d.data<float>(); }, {"data", "float64", "float32"});
+  Tensor writable = Tensor::zeros({2});
+  expect_throw_with<DTypeError>([&] { writable.mutable_data<double>(); },
+                                {"mutable_data", "float32", "float64"});
 }
 
 // --- Ids and targets --------------------------------------------------------------------------

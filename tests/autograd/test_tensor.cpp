@@ -10,6 +10,7 @@
 #include <numbers>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -254,11 +255,11 @@ TEST(TensorAccess, AtUsesRowMajorOffsets) {
 
 TEST(TensorAccess, DataOfTheMatchingType) {
   Tensor t = tensor({{1, 2, 3}, {4, 5, 6}});
-  float* p = t.data<float>();
+  float* p = t.mutable_data<float>();
   p[4] = 50;  // flat index 4 is [1, 1]
   EXPECT_EQ(t.at({1, 1}), 50);
   Tensor d = Tensor::zeros({2}, DType::Float64);
-  d.data<double>()[1] = 0.1;
+  d.mutable_data<double>()[1] = 0.1;
   EXPECT_EQ(d.at({1}), 0.1);
 }
 
@@ -288,7 +289,7 @@ TEST(TensorConvert, ToHasItsOwnStorageAndNoGraph) {
   Tensor same_dtype = x.to(DType::Float32);
   EXPECT_FALSE(same_dtype.same(x));
   EXPECT_FALSE(same_dtype.requires_grad());
-  same_dtype.data<float>()[0] = 100;
+  same_dtype.mutable_data<float>()[0] = 100;
   EXPECT_EQ(x.at({0}), 1);
 }
 
@@ -300,9 +301,9 @@ TEST(TensorConvert, CloneIsIndependent) {
   EXPECT_FALSE(c.requires_grad());
   EXPECT_TRUE(c.is_leaf());
 
-  c.data<double>()[0] = -1;
+  c.mutable_data<double>()[0] = -1;
   EXPECT_EQ(x.at({0, 0}), 1);  // the original is untouched
-  x.data<double>()[5] = -6;
+  x.mutable_data<double>()[5] = -6;
   EXPECT_EQ(c.at({1, 2}), 6);  // and the clone does not see later writes
 
   // A clone of an op result carries no graph.
@@ -321,12 +322,17 @@ TEST(TensorConvert, CopyFromKeepsIdentity) {
   // The copy does not alias the source.
   Tensor src = Tensor::full({2, 3}, 9.0);
   p.copy_from(src);
-  src.data<float>()[0] = 0;
+  src.mutable_data<float>()[0] = 0;
   EXPECT_EQ(p.at({0, 0}), 9);
 
   EXPECT_THROW(p.copy_from(Tensor::zeros({3, 2})), ShapeError);
   EXPECT_THROW(p.copy_from(Tensor::zeros({2, 3}, DType::Float64)), DTypeError);
 }
+
+// Reads cannot write: data() gives a const pointer on a non-const tensor too, so a write
+// through it does not compile, and only mutable_data() hands out a writable one.
+static_assert(std::is_same_v<decltype(std::declval<Tensor&>().data<float>()), const float*>);
+static_assert(std::is_same_v<decltype(std::declval<Tensor&>().mutable_data<float>()), float*>);
 
 // The version tells a cache of values derived from a tensor whether they may be stale.
 TEST(TensorVersion, ChangesWithEveryWayOfWriting) {
@@ -339,18 +345,23 @@ TEST(TensorVersion, ChangesWithEveryWayOfWriting) {
     return moved;
   };
 
-  // Reading changes nothing, whether through a const pointer, at(), or an op.
+  // Reading changes nothing, through data() (on a non-const tensor too), at(), or an op.
+  EXPECT_EQ(p.data<float>()[0], 0);
   EXPECT_EQ(std::as_const(p).data<float>()[0], 0);
   EXPECT_EQ(p.at({1, 2}), 0);
   EXPECT_EQ((p * 2.0).at({0, 0}), 0);
   EXPECT_FALSE(changed());
 
-  p.data<float>()[0] = 1;  // a writable pointer
+  // Handing out a writable pointer changes it, before anything is written through it.
+  float* writable = p.mutable_data<float>();
   EXPECT_TRUE(changed());
+  writable[0] = 1;
+  EXPECT_EQ(p.data<float>()[0], 1);
+  EXPECT_FALSE(changed());
   p.copy_from(Tensor::ones({2, 3}));
   EXPECT_TRUE(changed());
   Tensor writer = same_storage;
-  writer.data<float>()[1] = 5;  // another handle on the same storage
+  writer.mutable_data<float>()[1] = 5;  // another handle on the same storage
   EXPECT_TRUE(changed());
   EXPECT_EQ(same_storage.version(), p.version());
 

@@ -1,5 +1,5 @@
 // Toy sequence tasks: determinism of the (seed, step) streams, per-task correctness checked
-// against answers computed here from the prompt, the decoder-only and encoder-decoder views,
+// against answers computed here from the prompt, the decoder-only and encoder-decoder batches,
 // the held-out set, and configuration errors.
 #include <gtest/gtest.h>
 
@@ -24,16 +24,16 @@ using nn::SequenceBatch;
 
 // The task's samples as the decoder-only and the encoder-decoder models read them.
 SequenceBatch batch(const SequenceTask& task, uint64_t seed, int64_t step, int64_t size) {
-  return nn::decoder_view(task.samples(seed, step, size), task.prompt_length());
+  return nn::decoder_batch(task.samples(seed, step, size), task.prompt_length());
 }
 SequenceBatch heldout(const SequenceTask& task, uint64_t seed, int64_t count) {
-  return nn::decoder_view(task.heldout(seed, count), task.prompt_length());
+  return nn::decoder_batch(task.heldout(seed, count), task.prompt_length());
 }
 SequenceBatch seq2seq_batch(const SequenceTask& task, uint64_t seed, int64_t step, int64_t size) {
-  return nn::encoder_decoder_view(task.samples(seed, step, size), task.prompt_length());
+  return nn::encoder_decoder_batch(task.samples(seed, step, size), task.prompt_length());
 }
 SequenceBatch seq2seq_heldout(const SequenceTask& task, uint64_t seed, int64_t count) {
-  return nn::encoder_decoder_view(task.heldout(seed, count), task.prompt_length());
+  return nn::encoder_decoder_batch(task.heldout(seed, count), task.prompt_length());
 }
 
 std::unique_ptr<SequenceTask> make(const std::string& name, int64_t length, int64_t num_symbols) {
@@ -67,7 +67,7 @@ Sequence row(const Indices& a, int64_t r) {
   return Sequence(a.values.begin() + r * width, a.values.begin() + (r + 1) * width);
 }
 
-// Sample r rebuilt from the decoder view: the inputs plus the last target.
+// Sample r rebuilt from the decoder-only batch: the inputs plus the last target.
 Sequence sample_of(const SequenceBatch& b, int64_t r) {
   Sequence s = row(b.inputs, r);
   s.push_back(row(b.targets, r).back());

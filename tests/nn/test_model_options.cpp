@@ -60,7 +60,7 @@ TEST(ModelOptions, TheTiedHeadReadsTheTokenEmbedding) {
     const Indices tokens({1, 4}, {1, 2, 3, 4});  // token 12 is never read
     const std::vector<double> before = model.forward(tokens).to_vector();
     Tensor embedding = model.embed->token_embedding->weight;
-    embedding.data<float>()[12 * 64] += 1.0f;
+    embedding.mutable_data<float>()[12 * 64] += 1.0f;
     const std::vector<double> after = model.forward(tokens).to_vector();
     bool logit_12_moved = false, others_moved = false;
     for (size_t i = 0; i < before.size(); ++i) {

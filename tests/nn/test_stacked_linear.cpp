@@ -3,6 +3,8 @@
 // after any write to a parameter, however it was written.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
@@ -85,16 +87,22 @@ TEST(StackedLinear, StacksAgainOnlyAfterAParameterIsWritten) {
   sum(out).backward();
   out = stacked.forward(x);
   EXPECT_EQ(stacked_weight_of(out), first);
+  // Nor does reading one through a handle that could write it.
+  EXPECT_TRUE(std::isfinite(l.weights[1].data<float>()[3]));
+  out = stacked.forward(x);
+  EXPECT_EQ(stacked_weight_of(out), first);
 
   // Every way of writing a parameter makes the next pass stack again, and see the new values.
   const std::vector<std::function<void()>> writes{
-      [&] { l.weights[1].data<float>()[3] += 1; },
+      [&] { l.weights[1].mutable_data<float>()[3] += 1; },
       [&] { l.biases[2].copy_from(Tensor::full({7}, 0.5)); },
       [&] {
         auto adamw = train::make_optimizer({}, l.layers[0]->named_parameters());
         adamw->step(0.1);
       },
-      [&] { reshape(l.weights[2].detach(), {-1}).data<float>()[0] = 2; },  // a shared storage
+      [&] {
+        reshape(l.weights[2].detach(), {-1}).mutable_data<float>()[0] = 2;
+      },  // a shared storage
   };
   for (size_t i = 0; i < writes.size(); ++i) {
     const void* before = stacked_weight_of(out);

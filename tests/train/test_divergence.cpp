@@ -137,7 +137,7 @@ TEST(Divergence, ACheckpointWithNonFiniteWeightsIsRefusedByEveryLoader) {
   CheckpointData data = trainer.checkpoint();
   const std::string name = data.model[3].first;
   Tensor broken = data.model[3].second.clone();
-  broken.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+  broken.mutable_data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
   data.model[3].second = broken;
   const std::string path = tmp.file("nan.h5");
   save_checkpoint(path, data);

@@ -95,7 +95,7 @@ TEST(Entropy, EvaluationReadsTheWindowsItIsConfiguredFor) {
     EXPECT_EQ(windows.shape[0], full ? (corpus->validation_size() - 1) / 12 : 30);
     NoGradGuard no_grad;
     trainer.model().eval();
-    const double expected = trainer.model().loss(trainer.model().view(windows, 0)).item();
+    const double expected = trainer.model().loss(trainer.model().make_batch(windows, 0)).item();
     EXPECT_NEAR(trainer.evaluate().loss, expected, 1e-5);
   }
 }

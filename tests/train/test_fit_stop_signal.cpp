@@ -42,7 +42,7 @@ LoopPolicy policy_in(const std::string& dir) {
   LoopPolicy policy;
   policy.steps = 8;
   policy.eval_every = 100;
-  policy.target_accuracy = 0;
+  policy.target_exact_match = 0;
   policy.out_dir = dir;
   policy.stop_on_signal = true;
   return policy;

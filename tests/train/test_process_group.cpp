@@ -144,7 +144,7 @@ TEST(ReplicaCheck, TheStateHashSeesOneStepAndOneChangedWeight) {
   const uint64_t stepped = trainer.state_hash();
   EXPECT_NE(stepped, start);
   Tensor weight = trainer.model().parameters().front();
-  weight.data<float>()[0] += 1e-6f;
+  weight.mutable_data<float>()[0] += 1e-6f;
   EXPECT_NE(trainer.state_hash(), stepped);
 }
 

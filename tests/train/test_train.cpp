@@ -329,7 +329,7 @@ TEST_F(TrainTest, FutureTokensDoNotChangeEarlierLogits) {
   NoGradGuard no_grad;
   trainer.model().eval();
   const nn::SequenceBatch batch =
-      trainer.model().view(task->samples(7, 1, 4), task->prompt_length());
+      trainer.model().make_batch(task->samples(7, 1, 4), task->prompt_length());
   const int64_t length = batch.inputs.shape[1];
   const Tensor base = trainer.model().forward(batch).to(DType::Float32);
   const int64_t vocab = base.size(-1);

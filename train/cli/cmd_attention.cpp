@@ -68,8 +68,8 @@ int run_attention(const std::vector<std::string>& args) {
   std::vector<int64_t> sample = prompt;
   sample.push_back(data::kSeparator);
   sample.insert(sample.end(), answer.begin(), answer.end());
-  const nn::SequenceBatch batch =
-      model.view(Indices({1, static_cast<int64_t>(sample.size())}, sample), task->prompt_length());
+  const nn::SequenceBatch batch = model.make_batch(
+      Indices({1, static_cast<int64_t>(sample.size())}, sample), task->prompt_length());
   nn::AttentionMaps maps;
   {
     NoGradGuard no_grad;

@@ -133,7 +133,7 @@ Tensor read_values(const std::string& path, const StoredTensor& stored) {
   if (tensor.numel() == 0) return tensor;
   try {
     dispatch(stored.dtype,
-             [&]<class T>() { stored.dataset.read(tensor.data<T>(), native_type<T>()); });
+             [&]<class T>() { stored.dataset.read(tensor.mutable_data<T>(), native_type<T>()); });
   } catch (const H5::Exception& e) {
     const std::string reason = h5_reason(e);
     if (reason.find("Fletcher32") != std::string::npos) {

@@ -6,6 +6,7 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "autograd/kinds.h"
 #include "data/task_rows.h"
 
 namespace gradlab::data {
@@ -24,22 +25,11 @@ const std::vector<TaskKind>& task_kinds() {
 }
 
 std::string task_names() {
-  const std::vector<TaskKind>& kinds = task_kinds();
-  std::string names;
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    names += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + std::string(kinds[i].name);
-  }
-  return names;
+  return names_of(task_kinds());
 }
 
 const TaskKind& task_kind(const std::string& name) {
-  const std::vector<TaskKind>& kinds = task_kinds();
-  const auto it =
-      std::find_if(kinds.begin(), kinds.end(), [&](const TaskKind& k) { return name == k.name; });
-  if (it == kinds.end()) {
-    throw ConfigError("task: unknown task " + quote(name) + " (expected " + task_names() + ")");
-  }
-  return *it;
+  return row_named(task_kinds(), name, "task", "task: ");
 }
 
 std::unique_ptr<Task> make_task(const TaskConfig& config) {

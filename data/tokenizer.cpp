@@ -1,10 +1,9 @@
 // The rows of the tokenizer table.
 #include "data/tokenizer.h"
 
-#include <algorithm>
-
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "autograd/kinds.h"
 
 namespace gradlab::data {
 
@@ -17,22 +16,11 @@ const std::vector<TokenizerKind>& tokenizer_kinds() {
 }
 
 Tokenizer tokenizer_named(const std::string& name) {
-  const std::vector<TokenizerKind>& kinds = tokenizer_kinds();
-  const auto it = std::find_if(kinds.begin(), kinds.end(),
-                               [&](const TokenizerKind& k) { return name == k.name; });
-  if (it != kinds.end()) return it->id;
-  std::string names;
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    names += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + std::string(kinds[i].name);
-  }
-  throw ConfigError("unknown tokenizer " + quote(name) + " (expected " + names + ")");
+  return row_named(tokenizer_kinds(), name, "tokenizer").id;
 }
 
 const TokenizerKind& tokenizer_kind(Tokenizer tokenizer) {
-  for (const TokenizerKind& k : tokenizer_kinds()) {
-    if (k.id == tokenizer) return k;
-  }
-  throw std::logic_error("tokenizer_kind: a tokenizer without a row");
+  return row_of(tokenizer_kinds(), tokenizer);
 }
 
 }  // namespace gradlab::data

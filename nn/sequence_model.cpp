@@ -8,6 +8,7 @@
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "autograd/graph.h"
+#include "autograd/kinds.h"
 #include "autograd/softmax.h"
 #include "nn/models.h"
 
@@ -89,12 +90,7 @@ const std::vector<ModelKind>& kinds() {
 }
 
 const ModelKind& kind_named(const std::string& name) {
-  for (const ModelKind& kind : kinds()) {
-    if (kind.name == name) return kind;
-  }
-  std::string known;
-  for (const ModelKind& kind : kinds()) known += (known.empty() ? "" : " or ") + kind.name;
-  throw ConfigError("unknown model " + quote(name) + " (expected " + known + ")");
+  return row_named(kinds(), name, "model");
 }
 
 }  // namespace

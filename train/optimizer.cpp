@@ -28,6 +28,7 @@
 #include "autograd/format.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/optimizer.h"
+#include "autograd/kinds.h"
 
 namespace gradlab::train {
 namespace {
@@ -295,20 +296,11 @@ const std::vector<OptimizerRow>& optimizer_kinds() {
 }
 
 OptimizerKind optimizer_named(const std::string& name) {
-  std::vector<std::string> names;
-  for (const OptimizerRow& row : optimizer_kinds()) {
-    if (name == row.name) return row.id;
-    names.push_back(row.name);
-  }
-  throw ConfigError("optimizer: unknown optimizer " + quote(name) + " (expected " +
-                    name_list(names) + ")");
+  return row_named(optimizer_kinds(), name, "optimizer", "optimizer: ").id;
 }
 
 const char* optimizer_name(OptimizerKind kind) {
-  for (const OptimizerRow& row : optimizer_kinds()) {
-    if (row.id == kind) return row.name;
-  }
-  throw std::logic_error("optimizer_name: an optimizer without a row");
+  return row_of(optimizer_kinds(), kind).name;
 }
 
 bool decays(const Tensor& parameter) {

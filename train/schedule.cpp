@@ -9,6 +9,7 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "autograd/kinds.h"
 
 namespace gradlab::train {
 
@@ -22,20 +23,11 @@ const std::vector<ScheduleKind>& schedule_kinds() {
 }
 
 Schedule schedule_named(const std::string& name) {
-  std::vector<std::string> names;
-  for (const ScheduleKind& kind : schedule_kinds()) {
-    if (name == kind.name) return kind.id;
-    names.push_back(kind.name);
-  }
-  throw ConfigError("schedule: unknown schedule " + quote(name) + " (expected " + name_list(names) +
-                    ")");
+  return row_named(schedule_kinds(), name, "schedule", "schedule: ").id;
 }
 
 const char* schedule_name(Schedule schedule) {
-  for (const ScheduleKind& kind : schedule_kinds()) {
-    if (kind.id == schedule) return kind.name;
-  }
-  throw std::logic_error("schedule_name: a schedule without a row");
+  return row_of(schedule_kinds(), schedule).name;
 }
 
 void validate(const ScheduleConfig& config) {

@@ -8,6 +8,7 @@
 // other installed header is reached from here, and that each entry below exists):
 //   autograd/kernels/         the kernels behind the ops, one variant per instruction set
 //   autograd/format.h         how messages show numbers and user text
+//   autograd/kinds.h          the look-up behind every table of kinds
 //   autograd/op_checks.h      the gradient-check registry the test suite runs
 //   nn/module_checks.h        the same for modules
 //   data/task_rows.h          the built-in tasks' factories, for the task table

@@ -158,6 +158,10 @@ inline double matmul_flops(int64_t n) {
 // Workloads 2 and 3: the default copy-task model and run (gradlab's RunConfig defaults)
 
 struct CopySpec {
+  // The kinds the libtorch side writes out: the decoder-only model on the copy task, AdamW.
+  const char* model = "decoder";
+  const char* task = "copy";
+  const char* optimizer = "adamw";
   int64_t num_symbols = 10;  // symbols 1..10, separator 0, padding 11
   int64_t length = 10;
   int64_t vocab = 12;

@@ -2,6 +2,7 @@
 // of batches, and their data source.
 #include "data/sequence_task.h"
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -114,13 +115,11 @@ HeldoutSize SequenceTask::heldout_size(int64_t eval_size, int64_t model_position
 std::shared_ptr<const DataSource> SequenceTask::data_source(
     std::shared_ptr<const nn::SequenceModel> model, uint64_t seed, int64_t batch_size,
     int64_t eval_size) const {
-  // The source shares this task: a copy of it, since the task may be a caller's temporary.
-  TaskConfig config;
-  config.name = name();
-  config.length = length_;
-  config.num_symbols = num_symbols_;
-  return std::make_shared<TaskData>(make_sequence_task(config), std::move(model), seed, batch_size,
-                                    eval_size);
+  const std::shared_ptr<const Task> self = weak_from_this().lock();
+  if (!self)
+    throw std::logic_error("SequenceTask::data_source: the task is not held by a shared_ptr");
+  return std::make_shared<TaskData>(std::static_pointer_cast<const SequenceTask>(self),
+                                    std::move(model), seed, batch_size, eval_size);
 }
 
 std::vector<ConfigField> sequence_task_fields(TaskConfig& c) {

@@ -37,7 +37,9 @@ struct HeldoutSize {
   std::string what;  // for messages: "[sequences, T] held-out set"
 };
 
-class Task {
+// Tasks are held by shared_ptr (make_task gives one to own): the data sources a task makes share
+// it.
+class Task : public std::enable_shared_from_this<Task> {
  public:
   virtual ~Task() = default;
 

@@ -68,7 +68,7 @@ with h5py.File(sys.argv[1], "w") as f:
     f["x"] = [1.0, 2.0]
 ' "$ck/foreign.h5"
 
-# The bad-input classes of the checkpoint reader's tests (tests/train/test_checkpoint_errors.cpp):
+# The bad-input classes of the checkpoint reader's tests (tests/train/io/test_checkpoint_errors.cpp):
 # the HDF5 signature alone, declared but unwritten or short chunks, a compressed chunk claiming
 # more than deflate can hold, and a flipped byte inside a tensor's values (its checksum fails).
 printf '\211HDF\r\n\032\n' >"$ck/signature-only"

@@ -21,10 +21,15 @@ StopSignals::StopSignals(std::initializer_list<int> signals) {
   action.sa_handler = record_stop_signal;
   sigemptyset(&action.sa_mask);
   // Interrupted system calls restart: the step goes on, and the loop looks at the flag after it.
-  action.sa_flags = SA_RESTART;
+  // The handler runs once: a second signal has its default effect and ends a step or a save that
+  // takes too long.
+  action.sa_flags = SA_RESTART | SA_RESETHAND;
   for (const int signal : signals) {
     struct sigaction old {};
-    if (sigaction(signal, &action, &old) == 0) previous_.emplace_back(signal, old);
+    if (sigaction(signal, nullptr, &old) != 0) continue;
+    // A signal the process was started ignoring (nohup, a background job) stays ignored.
+    if (old.sa_handler == SIG_IGN) continue;
+    if (sigaction(signal, &action, nullptr) == 0) previous_.emplace_back(signal, old);
   }
 }
 

@@ -1,6 +1,7 @@
-// A clean stop on a signal: while a StopSignals is alive, the signals it names set a flag
-// instead of ending the process, so that a training loop can finish its step and save. train::fit
-// uses it when LoopPolicy::stop_on_signal is set; the command line adds SIGHUP for a group.
+// A clean stop on a signal: while a StopSignals is alive, the first of the signals it names sets
+// a flag instead of ending the process, so that a training loop can finish its step and save; a
+// second one has its default effect. A signal the process ignores stays ignored. train::fit uses
+// it when LoopPolicy::stop_on_signal is set; the command line adds SIGHUP for a group.
 #pragma once
 
 #include <csignal>

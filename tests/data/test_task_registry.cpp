@@ -26,13 +26,14 @@ using testing::TempDir;
 const std::vector<std::string> kTextKeys = {"data",       "tokenizer", "context",   "val-fraction",
                                             "eval-iters", "eval-full", "vocabulary"};
 
-const std::vector<std::string> kTiny = {
+// A run a little larger than testing::kTiny: a 16-wide model on 3 tokens of 4 symbols.
+const std::vector<std::string> kSmallRun = {
     "--length", "3", "--symbols",    "4", "--d-model",   "16", "--heads", "2", "--d-ff",       "16",
     "--layers", "1", "--batch-size", "4", "--eval-size", "4",  "--steps", "2", "--eval-every", "1"};
 
 std::vector<std::string> train_args(const std::string& out, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"train"};
-  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  args.insert(args.end(), kSmallRun.begin(), kSmallRun.end());
   args.insert(args.end(), extra.begin(), extra.end());
   args.insert(args.end(), {"--out", out});
   return args;

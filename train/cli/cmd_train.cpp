@@ -45,10 +45,10 @@ std::string default_out_dir(const RunConfig& config) {
 // The command line's view of fit: metrics.csv, and the progress line.
 class CliObserver : public MetricsObserver {
  public:
-  CliObserver(const RunConfig& config, int64_t first_step)
+  CliObserver(const RunConfig& config, const data::Task& task, int64_t first_step)
       : MetricsObserver((fs::path(config.out_dir) / "metrics.csv").string(), config.steps,
                         first_step),
-        progress_(config.steps, make_task(config)->language_model() != nullptr) {}
+        progress_(config.steps, task.language_model() != nullptr) {}
 
   void on_step(int64_t step, const StepResult& result) override {
     MetricsObserver::on_step(step, result);
@@ -250,11 +250,11 @@ int run_train(const std::vector<std::string>& args) {
   }
   Observer quiet;
   std::optional<CliObserver> cli;
-  if (writer) cli.emplace(config, trainer.step());
+  if (writer) cli.emplace(config, *opts.task, trainer.step());
   const LoopPolicy policy{.steps = config.steps,
                           .eval_every = config.eval_every,
                           .target_exact_match = config.target_exact_match,
-                          .best_by_loss = make_task(config)->language_model() != nullptr,
+                          .best_by_loss = opts.task->language_model() != nullptr,
                           .out_dir = config.out_dir,
                           .save_every = config.save_every,
                           .keep = config.keep,

@@ -197,7 +197,7 @@ int parse_in_group(const std::vector<std::string>& args, Options& opts, ProcessG
   if (first == codes.end()) return -1;
   if (first - codes.begin() == group.rank()) {
     std::cout << out.str() << std::flush;
-    std::cerr << (group.rank() == 0 ? "" : rank_label(group) + ": ") << err.str() << std::flush;
+    std::cerr << (group.rank() == 0 ? "" : rank_label(group) + ": ") + err.str() << std::flush;
   }
   return static_cast<int>(*first) - 1;
 }

@@ -150,8 +150,11 @@ int main(int argc, char** argv) {
     const bool allocation = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
                             dynamic_cast<const std::length_error*>(&e) != nullptr;
     const std::string where = gradlab::train::rank_label(world());
-    std::cerr << "gradlab " << name << (where.empty() ? "" : " (" + where + ")") << ": "
-              << (allocation ? out_of_memory(name, args) : e.what()) << '\n';
+    // One write: under mpirun the other processes' and Open MPI's own messages may interleave
+    // with this one between writes.
+    const std::string line = "gradlab " + name + (where.empty() ? "" : " (" + where + ")") + ": " +
+                             (allocation ? out_of_memory(name, args) : e.what()) + "\n";
+    std::cerr << line << std::flush;
     // The other processes would wait for this one in their next collective.
     if (world().size() > 1) world().abort(kExitFailure);
     return kExitFailure;

@@ -6,7 +6,9 @@
 
 namespace gradlab {
 
-// The OpenMP threads every op and kernel uses from now on (at least 1).
+// The OpenMP threads every op and kernel called from this thread uses from now on (at least 1):
+// OpenMP keeps the setting per thread, so a std::thread of the program's starts from the
+// default (one, or OMP_NUM_THREADS) and sets its own.
 void set_threads(int count);
 
 // The threads the ops use now.

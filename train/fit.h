@@ -70,8 +70,7 @@ class Observer {
 };
 
 // Trains until policy.steps, the target, a stop request or a stop signal, then saves the final
-// checkpoint
-// (when out_dir is set). Errors writing a checkpoint throw CheckpointError.
+// checkpoint (when out_dir is set). Errors writing a checkpoint throw CheckpointError.
 //
 // A trainer of a group of processes (Trainer::distribute) runs fit on every process: they take
 // every decision together (a stop request on any process stops all after the same step), and

@@ -72,11 +72,11 @@ class Optimizer {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
                                           std::vector<nn::NamedTensor> params);
 
-// Scales all gradients so that their global L2 norm is at most max_norm (as
 // The 2-norm of all the elements of tensors together (undefined ones skipped), summed in double;
 // NaN or infinite if any element is.
 double global_norm(const std::vector<Tensor>& tensors);
 
+// Scales all gradients so that their global L2 norm is at most max_norm (as
 // torch.nn.utils.clip_grad_norm_: in place, by max_norm / (norm + 1e-6) whenever that is below
 // 1); returns the norm before clipping. Parameters without a gradient are skipped. A non-finite
 // norm is returned with the gradients left alone. Throws ConfigError unless max_norm > 0.

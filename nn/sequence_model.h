@@ -13,6 +13,7 @@
 #include "autograd/indices.h"
 #include "autograd/random.h"
 #include "nn/attention.h"
+#include "nn/initialisation.h"
 #include "nn/module.h"
 
 namespace gradlab::nn {
@@ -50,14 +51,11 @@ struct ModelConfig {
   int64_t d_ff = 256;
   double dropout = 0.0;
   bool pre_norm = true;
-  bool learned_positions = true;  // false: sinusoidal encoding
-  bool bias = true;               // biases in every Linear and LayerNorm
-  bool tie_embeddings = false;    // the output head is the token embedding matrix (no bias)
-  // "default": Xavier-uniform projections, normal(0, 0.02) embeddings, zero biases; "gpt2":
-  // every weight matrix normal(0, 0.02), the residual output projections (attention W_O and
-  // the second feed-forward Linear) normal(0, 0.02 / sqrt(2 layers)), zero biases.
-  std::string init = "default";
-  uint64_t seed = 0;  // initialisation; dropout masks draw from seed + 1
+  bool learned_positions = true;    // false: sinusoidal encoding
+  bool bias = true;                 // biases in every Linear and LayerNorm
+  bool tie_embeddings = false;      // the output head is the token embedding matrix (no bias)
+  std::string init = kDefaultInit;  // a row of init_kinds() (nn/initialisation.h)
+  uint64_t seed = 0;                // initialisation; dropout masks draw from seed + 1
 };
 
 class SequenceModel : public Module {

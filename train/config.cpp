@@ -10,6 +10,7 @@
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "data/tasks.h"
+#include "nn/initialisation.h"
 #include "train/memory.h"
 
 namespace gradlab::train {
@@ -73,6 +74,13 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
     for (const ScheduleKind& kind : schedule_kinds()) names.push_back(kind.name);
     return name_list(names);
   }();
+  static const std::string init_help = [] {
+    std::string help;
+    for (const nn::InitKind& kind : nn::init_kinds()) {
+      help += (help.empty() ? "" : "; ") + std::string(kind.name) + ": " + kind.help;
+    }
+    return help;
+  }();
   std::vector<ConfigField> fields{{"task", &c.task.name, task_help.c_str()}};
   fields.insert(fields.end(), task_fields.begin(), task_fields.end());
   const std::vector<ConfigField> rest{
@@ -118,8 +126,7 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"bias", &c.net.bias, "biases in every Linear and LayerNorm", true, true},
       {"tie-embeddings", &c.net.tie_embeddings, "the output head shares the token embedding matrix",
        true, true},
-      {"init", &c.net.init, "default or gpt2 (normal(0, 0.02), scaled residual projections)", true,
-       true},
+      {"init", &c.net.init, init_help.c_str(), true, true},
   };
   fields.insert(fields.end(), rest.begin(), rest.end());
   return fields;
@@ -188,8 +195,11 @@ void check_fields(const RunConfig& c) {
     }
   }
   make_task(c);  // checks the task's own options
-  check(c.net.init == "default" || c.net.init == "gpt2",
-        "--init: unknown init " + quote(c.net.init) + " (expected default or gpt2)");
+  try {
+    nn::init_kind(c.net.init);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("--init: ") + e.what());
+  }
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
   check(c.net.num_heads > 0, "--heads must be positive, got " + format_number(c.net.num_heads));
   check(c.net.d_model % c.net.num_heads == 0, "--d-model " + format_number(c.net.d_model) +

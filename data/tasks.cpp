@@ -19,17 +19,27 @@ const std::vector<TaskKind>& task_kinds() {
        make_recall_task},
       {"text", "a character- or byte-level language model on a file (--data)", text_task_fields,
        make_text_task},
+      {"program", "a program's own data (train::DataSource): the model alone is in the file",
+       program_data_fields, make_program_data_task, true},
   };
   return kinds;
 }
 
 std::string task_names() {
-  const std::vector<TaskKind>& kinds = task_kinds();
-  std::string names;
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    names += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + std::string(kinds[i].name);
+  std::vector<const char*> names;
+  for (const TaskKind& kind : task_kinds()) {
+    if (!kind.own_data) names.push_back(kind.name);
   }
-  return names;
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
+  }
+  return list;
+}
+
+const TaskKind& own_data_kind() {
+  const std::vector<TaskKind>& kinds = task_kinds();
+  return *std::find_if(kinds.begin(), kinds.end(), [](const TaskKind& k) { return k.own_data; });
 }
 
 const TaskKind& task_kind(const std::string& name) {

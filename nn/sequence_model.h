@@ -86,10 +86,17 @@ class SequenceModel : public Module {
   virtual Tensor forward_incremental(const Indices& tokens, GenerationCache& cache) const;
 
   const ModelConfig& config() const { return config_; }
+  // The row of model_kinds() make_sequence_model built this model from, or empty for a model
+  // of one's own (or one constructed directly): a built-in kind can be rebuilt from its kind
+  // and config() alone, which is what a program's checkpoint records of it.
+  const std::string& kind() const { return kind_; }
   std::shared_ptr<Generator> dropout_gen;  // the one generator behind every dropout mask
 
  private:
+  friend std::shared_ptr<SequenceModel> make_sequence_model(const std::string& kind,
+                                                            const ModelConfig& config);
   ModelConfig config_;
+  std::string kind_;
 };
 
 // The position of the largest logit in the last row of logits [1, T, V] (the first one on a
@@ -126,7 +133,8 @@ struct ModelFootprint {
 };
 ModelFootprint model_footprint(const std::string& kind, const ModelConfig& config);
 
-// A new model of the kind, initialised from config.seed. Throws ConfigError for an unknown kind.
+// A new model of the kind, initialised from config.seed; its kind() is `kind`. Throws ConfigError
+// for an unknown kind.
 std::shared_ptr<SequenceModel> make_sequence_model(const std::string& kind,
                                                    const ModelConfig& config);
 

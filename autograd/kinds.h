@@ -1,6 +1,7 @@
-// The look-ups every table of kinds shares (tasks, models, optimizers, schedules, tokenizers):
-// a table is a vector of rows, each with a `name` (its flag value) and, where code refers to a
-// kind, an `id`. A kind is then found only here, by its row, never by comparing its name.
+// The look-ups every table of kinds shares (tasks, models, optimizers, schedules, tokenizers,
+// initialisations): a table is a vector of rows, each with a `name` (its flag value) and, where
+// code refers to a kind, an `id`. A kind is then found only here, by its row, never by comparing
+// its name.
 #pragma once
 
 #include <stdexcept>

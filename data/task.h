@@ -28,6 +28,10 @@ struct TaskConfig {
   int64_t length = 10;        // sequence tasks: data tokens per sample (recall: key-value pairs)
   int64_t num_symbols = 10;   // sequence tasks: data symbols 1..num_symbols
   TextOptions text;           // the text task
+  // A program's own data (data/program_data.cpp): the vocabulary V and the positions of the
+  // model it trained, which a built-in task would have set.
+  int64_t vocab_size = 0;
+  int64_t positions = 0;
 };
 
 // One held-out set's size, for the size checks and the memory estimate.

@@ -20,16 +20,31 @@ const std::vector<TaskKind>& task_kinds() {
        make_recall_task},
       {"text", "a character- or byte-level language model on a file (--data)", text_task_fields,
        make_text_task},
+      {"program", "a program's own data (train::DataSource): the model alone is in the file",
+       program_data_fields, make_program_data_task, true},
   };
   return kinds;
 }
 
 std::string task_names() {
-  return names_of(task_kinds());
+  std::vector<std::string> names;
+  for (const TaskKind& kind : task_kinds()) {
+    if (!kind.own_data) names.emplace_back(kind.name);
+  }
+  return name_list(names);
+}
+
+const TaskKind& own_data_kind() {
+  const std::vector<TaskKind>& kinds = task_kinds();
+  return *std::find_if(kinds.begin(), kinds.end(), [](const TaskKind& k) { return k.own_data; });
 }
 
 const TaskKind& task_kind(const std::string& name) {
-  return row_named(task_kinds(), name, "task", "task: ");
+  for (const TaskKind& kind : task_kinds()) {
+    if (name == kind.name) return kind;
+  }
+  // Lists the tasks a run can name: not the row of a program's own data.
+  throw ConfigError("task: unknown task " + quote(name) + " (expected " + task_names() + ")");
 }
 
 std::unique_ptr<Task> make_task(const TaskConfig& config) {

@@ -20,14 +20,21 @@ struct TaskKind {
   std::vector<ConfigField> (*fields)(TaskConfig& config);
   // Builds the task; throws ConfigError naming the flag for a bad option.
   std::unique_ptr<Task> (*make)(const TaskConfig& config);
+  // The marker of a program's own data (a train::DataSource of its own): the task of a
+  // checkpoint that a program wrote for a built-in model. Its checkpoint holds the model's
+  // fields, not a run's (no optimizer, schedule or loop), and no data: gradlab train cannot
+  // run it and eval has no held-out set to score; predict and attention read raw token ids.
+  bool own_data = false;
 };
 
 const std::vector<TaskKind>& task_kinds();
 
 // The row of config.name; throws ConfigError "task: unknown task 'x' (expected copy, ...)".
 const TaskKind& task_kind(const std::string& name);
-// "copy, reverse, sort, recall or text": the names of the rows, in order.
+// "copy, reverse, sort, recall or text": the names of the rows gradlab train can run, in order.
 std::string task_names();
+// The row that marks a program's own data (TaskKind::own_data).
+const TaskKind& own_data_kind();
 
 // The task config names, its options checked.
 std::unique_ptr<Task> make_task(const TaskConfig& config);

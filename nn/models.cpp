@@ -6,6 +6,7 @@
 #include "autograd/format.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "nn/initialisation.h"
 
 namespace gradlab::nn {
 namespace {
@@ -33,29 +34,6 @@ void check_tokens(const char* model, const Indices& tokens) {
 // embedding matrix itself (logits = h E^T, no bias).
 Tensor to_logits(const Tensor& h, const std::shared_ptr<Linear>& head, const Embedding& tokens) {
   return head ? head->forward(h) : linear(h, tokens.weight, Tensor());
-}
-
-// The initialisation config.init names, over the default one the constructors drew.
-void initialise(Module& model, const ModelConfig& config, Generator& gen) {
-  if (config.init == "default") return;
-  if (config.init != "gpt2") {
-    throw ConfigError("unknown init " + quote(config.init) + " (expected default or gpt2)");
-  }
-  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.num_layers));
-  for (const auto& [name, parameter] : model.named_parameters()) {
-    if (name.find("ln") != std::string::npos && parameter.rank() == 1) continue;  // LayerNorms
-    Tensor value;
-    if (parameter.rank() == 1) {
-      value = Tensor::zeros(parameter.shape(), parameter.dtype());  // biases
-    } else {
-      // The projections that end in a residual addition: each adds to the same stream.
-      const bool residual =
-          name.ends_with("attn.out_proj.weight") || name.ends_with("ffn.fc2.weight");
-      value = Tensor::randn(parameter.shape(), gen, parameter.dtype(), 0.0,
-                            residual ? residual_std : 0.02);
-    }
-    Tensor(parameter).copy_from(value);
-  }
 }
 
 // Runs x through blocks, collecting each block's self- and cross-attention weights when asked.
@@ -146,7 +124,7 @@ DecoderLM::DecoderLM(const ModelConfig& config) : SequenceModel(config) {
     head = register_module(
         "head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen, config.bias));
   }
-  initialise(*this, config, gen);
+  init_kind(config.init).apply(*this, config, gen);
 }
 
 Tensor DecoderLM::forward(const Indices& tokens, AttentionMaps* maps) const {
@@ -193,7 +171,7 @@ EncoderDecoder::EncoderDecoder(const ModelConfig& config) : SequenceModel(config
     head = register_module(
         "head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen, config.bias));
   }
-  initialise(*this, config, gen);
+  init_kind(config.init).apply(*this, config, gen);
 }
 
 Tensor EncoderDecoder::encode(const Indices& source, AttentionMaps* maps) const {

@@ -167,7 +167,7 @@ std::vector<ModuleCheck> make_checks() {
   gpt.d_model = 16;
   gpt.bias = false;
   gpt.tie_embeddings = true;
-  gpt.init = "gpt2";
+  gpt.init = kGpt2Init;
   checks.push_back({"DecoderLM (no bias, tied, gpt2)", "V=7 B=2 T=5 C=16 H=4 KV=2 L=2 F=20",
                     [gpt](uint64_t seed) {
                       DecoderLM model(gpt);

@@ -163,7 +163,9 @@ ModelFootprint model_footprint(const std::string& kind, const ModelConfig& confi
 
 std::shared_ptr<SequenceModel> make_sequence_model(const std::string& kind,
                                                    const ModelConfig& config) {
-  return kind_named(kind).make(config);
+  std::shared_ptr<SequenceModel> model = kind_named(kind).make(config);
+  model->kind_ = kind;
+  return model;
 }
 
 }  // namespace gradlab::nn

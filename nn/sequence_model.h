@@ -13,6 +13,7 @@
 #include "autograd/indices.h"
 #include "autograd/random.h"
 #include "nn/attention.h"
+#include "nn/initialisation.h"
 #include "nn/module.h"
 
 namespace gradlab::nn {
@@ -50,14 +51,11 @@ struct ModelConfig {
   int64_t d_ff = 256;
   double dropout = 0.0;
   bool pre_norm = true;
-  bool learned_positions = true;  // false: sinusoidal encoding
-  bool bias = true;               // biases in every Linear and LayerNorm
-  bool tie_embeddings = false;    // the output head is the token embedding matrix (no bias)
-  // "default": Xavier-uniform projections, normal(0, 0.02) embeddings, zero biases; "gpt2":
-  // every weight matrix normal(0, 0.02), the residual output projections (attention W_O and
-  // the second feed-forward Linear) normal(0, 0.02 / sqrt(2 layers)), zero biases.
-  std::string init = "default";
-  uint64_t seed = 0;  // initialisation; dropout masks draw from seed + 1
+  bool learned_positions = true;    // false: sinusoidal encoding
+  bool bias = true;                 // biases in every Linear and LayerNorm
+  bool tie_embeddings = false;      // the output head is the token embedding matrix (no bias)
+  std::string init = kDefaultInit;  // a row of init_kinds() (nn/initialisation.h)
+  uint64_t seed = 0;                // initialisation; dropout masks draw from seed + 1
 };
 
 class SequenceModel : public Module {
@@ -88,10 +86,17 @@ class SequenceModel : public Module {
   virtual Tensor forward_incremental(const Indices& tokens, GenerationCache& cache) const;
 
   const ModelConfig& config() const { return config_; }
+  // The row of model_kinds() make_sequence_model built this model from, or empty for a model
+  // of one's own (or one constructed directly): a built-in kind can be rebuilt from its kind
+  // and config() alone, which is what a program's checkpoint records of it.
+  const std::string& kind() const { return kind_; }
   std::shared_ptr<Generator> dropout_gen;  // the one generator behind every dropout mask
 
  private:
+  friend std::shared_ptr<SequenceModel> make_sequence_model(const std::string& kind,
+                                                            const ModelConfig& config);
   ModelConfig config_;
+  std::string kind_;
 };
 
 // The position of the largest logit in the last row of logits [1, T, V] (the first one on a
@@ -128,7 +133,8 @@ struct ModelFootprint {
 };
 ModelFootprint model_footprint(const std::string& kind, const ModelConfig& config);
 
-// A new model of the kind, initialised from config.seed. Throws ConfigError for an unknown kind.
+// A new model of the kind, initialised from config.seed; its kind() is `kind`. Throws ConfigError
+// for an unknown kind.
 std::shared_ptr<SequenceModel> make_sequence_model(const std::string& kind,
                                                    const ModelConfig& config);
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Release build (build/) into a temporary prefix, moves the prefix elsewhere (the
 # package must not remember where it was installed), then configures, builds and runs every
-# project in examples/ against it with find_package(gradlab). Fails on the first error.
+# project in examples/ against it with find_package(gradlab). Then the adder runs again with a
+# checkpoint directory and is sent SIGTERM once it has trained a step: it must stop with exit 0
+# and a checkpoint, which the installed gradlab inspects and decodes raw token ids with. Fails
+# on the first error.
 #
 #   ./scripts/test_examples.sh     (after ./scripts/bootstrap.sh)
 set -euo pipefail
@@ -26,3 +29,28 @@ for example in examples/*/; do
     { cat "$scratch/$name.log"; exit 1; }
   "$scratch/build-$name/$name"
 done
+
+echo "--- example adder, stopped by SIGTERM"
+stopped="$scratch/adder-stopped"
+"$scratch/build-adder/adder" "$stopped" > "$scratch/adder-stopped.log" &
+adder_pid=$!
+for _ in $(seq 600); do  # at most 30 s for the first step
+  grep -q '^training$' "$scratch/adder-stopped.log" && break
+  sleep 0.05
+done
+kill -TERM "$adder_pid"
+status=0
+wait "$adder_pid" || status=$?
+cat "$scratch/adder-stopped.log"
+if ((status != 0)) || ! grep -q '^stopped by a signal' "$scratch/adder-stopped.log"; then
+  echo "test_examples: the adder did not stop on SIGTERM with exit 0 (exit $status)" >&2
+  exit 1
+fi
+checkpoints=("$stopped"/step-*.h5)
+[[ -f "${checkpoints[0]}" ]] || { echo "test_examples: no checkpoint in $stopped" >&2; exit 1; }
+"$prefix/bin/gradlab" inspect "${checkpoints[0]}" > "$scratch/inspect.log"
+for field in 'task  *program' 'model  *decoder' 'd-model  *64' 'vocab-size  *11' 'total parameters'; do
+  grep -q "$field" "$scratch/inspect.log" ||
+    { cat "$scratch/inspect.log"; echo "test_examples: inspect shows no '$field'" >&2; exit 1; }
+done
+"$prefix/bin/gradlab" predict --checkpoint "${checkpoints[0]}" --input "3 4 6 9 0"

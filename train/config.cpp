@@ -10,6 +10,7 @@
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "data/tasks.h"
+#include "nn/initialisation.h"
 #include "train/memory.h"
 
 namespace gradlab::train {
@@ -58,8 +59,10 @@ void check_elements(const std::string& what, std::initializer_list<int64_t> dims
 
 namespace {
 
-// The fields of a run around its task's: `task`, then task_fields, then the rest.
-std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigField>& task_fields) {
+// The fields of a run around its task's: `task`, then task_fields, then the model's and the
+// loop's; a program's own data has no loop fields (the model's only, in the same order).
+std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigField>& task_fields,
+                                       bool loop) {
   static const std::string task_help = "task: " + data::task_names() + " (docs/tasks.md)";
   static const std::string model_help =
       name_list(nn::model_kinds()) + " (decoder-only, or encoder-decoder)";
@@ -73,9 +76,16 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
     for (const ScheduleKind& kind : schedule_kinds()) names.push_back(kind.name);
     return name_list(names);
   }();
+  static const std::string init_help = [] {
+    std::string help;
+    for (const nn::InitKind& kind : nn::init_kinds()) {
+      help += (help.empty() ? "" : "; ") + std::string(kind.name) + ": " + kind.help;
+    }
+    return help;
+  }();
   std::vector<ConfigField> fields{{"task", &c.task.name, task_help.c_str()}};
   fields.insert(fields.end(), task_fields.begin(), task_fields.end());
-  const std::vector<ConfigField> rest{
+  const std::vector<ConfigField> model_fields{
       {"model", &c.model, model_help.c_str()},
       {"d-model", &c.net.d_model, "model width C"},
       {"heads", &c.net.num_heads, "attention heads H (must divide d-model)"},
@@ -86,6 +96,8 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"pre-norm", &c.net.pre_norm, "pre-LayerNorm blocks (false: post-LayerNorm)"},
       {"learned-positions", &c.net.learned_positions,
        "learned position embedding (false: sinusoidal)"},
+  };
+  const std::vector<ConfigField> loop_fields{
       {"optimizer", &c.optimizer.name, optimizer_help.c_str()},
       {"lr", &c.schedule.lr, "peak learning rate"},
       {"beta1", &c.optimizer.beta1, "Adam/AdamW beta1"},
@@ -115,24 +127,28 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
        "on several processes (mpirun): check every N steps that all hold the same model and "
        "optimizer state (0: never)",
        false},
+  };
+  // Added after the others: kept last, so that /config keeps its order.
+  const std::vector<ConfigField> model_options{
       {"bias", &c.net.bias, "biases in every Linear and LayerNorm", true, true},
       {"tie-embeddings", &c.net.tie_embeddings, "the output head shares the token embedding matrix",
        true, true},
-      {"init", &c.net.init, "default or gpt2 (normal(0, 0.02), scaled residual projections)", true,
-       true},
+      {"init", &c.net.init, init_help.c_str(), true, true},
   };
-  fields.insert(fields.end(), rest.begin(), rest.end());
+  fields.insert(fields.end(), model_fields.begin(), model_fields.end());
+  if (loop) fields.insert(fields.end(), loop_fields.begin(), loop_fields.end());
+  fields.insert(fields.end(), model_options.begin(), model_options.end());
   return fields;
 }
 
 }  // namespace
 
 std::vector<ConfigField> config_fields(RunConfig& c) {
-  return fields_around(c, data::all_task_fields(c.task));
+  return fields_around(c, data::all_task_fields(c.task), true);
 }
 
 std::vector<ConfigField> run_fields(RunConfig& c) {
-  return fields_around(c, data::own_task_fields(c.task));
+  return fields_around(c, data::own_task_fields(c.task), !data::task_kind(c.task.name).own_data);
 }
 
 std::unique_ptr<data::Task> make_task(const RunConfig& config) {
@@ -188,8 +204,11 @@ void check_fields(const RunConfig& c) {
     }
   }
   make_task(c);  // checks the task's own options
-  check(c.net.init == "default" || c.net.init == "gpt2",
-        "--init: unknown init " + quote(c.net.init) + " (expected default or gpt2)");
+  try {
+    nn::init_kind(c.net.init);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("--init: ") + e.what());
+  }
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
   check(c.net.num_heads > 0, "--heads must be positive, got " + format_number(c.net.num_heads));
   check(c.net.d_model % c.net.num_heads == 0, "--d-model " + format_number(c.net.d_model) +
@@ -323,7 +342,10 @@ RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::strin
   // The task first: it says which task fields the file holds.
   const ConfigField task = config_fields(config).front();
   if (!read_field(entries, task, path)) {
-    throw CheckpointError(path + ": /config/" + task.key + ": missing");
+    // What a program writes for a model of its own: only that program can build it.
+    throw CheckpointError(path + ": /config/" + task.key +
+                          ": missing (not a gradlab run nor a built-in model: a program's own "
+                          "model, which only that program can build)");
   }
   std::vector<ConfigField> fields;
   try {
@@ -337,6 +359,27 @@ RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::strin
     }
   }
   return config;
+}
+
+std::vector<ConfigEntry> program_entries(const nn::SequenceModel& model,
+                                         const std::vector<ConfigEntry>& given) {
+  const auto has = [](const std::vector<ConfigEntry>& entries, const std::string& key) {
+    return std::any_of(entries.begin(), entries.end(),
+                       [&](const ConfigEntry& e) { return e.first == key; });
+  };
+  RunConfig run;
+  const std::string task_key = config_fields(run).front().key;
+  if (has(given, task_key) || model.kind().empty()) return given;
+  run.task.name = data::own_data_kind().name;
+  run.task.vocab_size = model.config().vocab_size;
+  run.task.positions = model.config().max_len;
+  run.model = model.kind();
+  run.net = model.config();
+  std::vector<ConfigEntry> entries = to_entries(run);
+  for (const ConfigEntry& entry : given) {
+    if (!has(entries, entry.first)) entries.push_back(entry);
+  }
+  return entries;
 }
 
 std::string to_config_file(const RunConfig& config) {

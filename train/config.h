@@ -86,6 +86,15 @@ void finalize(RunConfig& config);
 std::vector<ConfigEntry> to_entries(const RunConfig& config);
 RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::string& path);
 
+// The /config a Trainer built by a program writes (TrainerOptions::config is `given`): `given`
+// itself when it describes a run (it names a task: to_entries of a RunConfig); otherwise, for a
+// model of a built-in kind (nn::SequenceModel::kind), the marker of a program's own data
+// (data::own_data_kind), the model's vocabulary and positions and its kind's fields, followed by
+// the entries of `given` under other keys, so that the command line can rebuild the model; for
+// a model of one's own, `given`.
+std::vector<ConfigEntry> program_entries(const nn::SequenceModel& model,
+                                         const std::vector<ConfigEntry>& given);
+
 // program_options config-file syntax (key = value), reusable with --config.
 std::string to_config_file(const RunConfig& config);
 

@@ -7,6 +7,7 @@
 
 #include "autograd/format.h"
 #include "autograd/ops.h"
+#include "data/tasks.h"
 #include "train/batch_rows.h"
 
 namespace gradlab::train {
@@ -86,7 +87,9 @@ Trainer::Trainer(std::shared_ptr<nn::SequenceModel> model, std::unique_ptr<Optim
       data_(std::move(data)),
       options_(std::move(options)),
       heldout_(data_->heldout()),
-      group_(&alone()) {}
+      group_(&alone()) {
+  options_.config = program_entries(*model_, options_.config);
+}
 
 Trainer::Trainer(const RunConfig& config, std::shared_ptr<const data::Task> task)
     : Trainer(nn::make_sequence_model(config.model, config.net), config,
@@ -215,6 +218,11 @@ RunConfig checkpoint_config(const std::vector<ConfigEntry>& entries, const std::
 LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) {
   LoadedRun run{checkpoint_config(read_checkpoint_config(checkpoint_path), checkpoint_path),
                 nullptr};
+  if (data::task_kind(run.config.task.name).own_data) {
+    throw ConfigError(checkpoint_path +
+                      ": trained on a program's own data, which is not in the file: no held-out "
+                      "set to score nor batches to resume (the program can: Trainer::evaluate)");
+  }
   if (!text.empty()) {
     const std::unique_ptr<data::Task> task = make_task(run.config);
     const data::LanguageModelTask* language_model = task->language_model();

@@ -46,11 +46,23 @@ TEST(TaskRegistry, EveryRowBuildsItsTask) {
     TaskConfig config;
     config.name = kind.name;
     config.text.data = "unread.txt";  // the text task reads its file only in prepare()
+    config.vocab_size = 5;            // the sizes a program's own data records
+    config.positions = 7;
     const std::unique_ptr<Task> task = kind.make(config);
     EXPECT_EQ(task->name(), kind.name);
+    EXPECT_FALSE(kind.fields(config).empty());
+    if (kind.own_data) {
+      // A marker with no data: neither prompts nor text, and not a task gradlab train runs.
+      EXPECT_EQ(task->sequence_task(), nullptr);
+      EXPECT_EQ(task->language_model(), nullptr);
+      EXPECT_EQ(task->vocab_size(), 5);
+      EXPECT_EQ(task->positions("decoder"), 7);
+      EXPECT_FALSE(contains(task_names(), kind.name));
+      EXPECT_EQ(&own_data_kind(), &kind);
+      continue;
+    }
     EXPECT_NE(task->sequence_task() != nullptr, task->language_model() != nullptr)
         << "a task either answers prompts or models text";
-    EXPECT_FALSE(kind.fields(config).empty());
     EXPECT_TRUE(contains(task_names(), kind.name));
   }
 }
@@ -65,7 +77,7 @@ TEST(TaskRegistry, UnknownNameListsTheTable) {
     EXPECT_EQ(std::string(e.what()), "task: unknown task 'xyz' (expected " + task_names() + ")");
   }
   for (const TaskKind& kind : task_kinds()) {
-    EXPECT_TRUE(contains(task_names(), kind.name));
+    EXPECT_EQ(contains(task_names(), kind.name), !kind.own_data);
   }
   EXPECT_EQ(task_names(), "copy, reverse, sort, recall or text");
 }

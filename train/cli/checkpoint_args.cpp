@@ -6,6 +6,7 @@
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "autograd/threads.h"
+#include "data/tasks.h"
 #include "train/cli/options.h"
 
 namespace gradlab::cli {
@@ -29,7 +30,40 @@ std::optional<std::vector<int64_t>> parse_tokens(const std::string& text) {
   return tokens;
 }
 
+// Splits run.prompt, raw ids, into the prompt and its separator, and sizes the answer to the
+// positions the model has left; returns what is wrong with the ids, or "".
+std::string read_raw_ids(PromptedRun& run) {
+  const nn::ModelConfig& net = run.loaded.config.net;
+  if (run.prompt.size() < 2) {
+    return "raw token ids: give at least 2 (the prompt and the id that ends it)";
+  }
+  for (const int64_t id : run.prompt) {
+    if (id < 0 || id >= net.vocab_size) {
+      return "token " + std::to_string(id) + " is not an id in [0, " +
+             std::to_string(net.vocab_size) + ")";
+    }
+  }
+  run.separator = run.prompt.back();
+  run.prompt.pop_back();
+  const int64_t prompt_length = static_cast<int64_t>(run.prompt.size());
+  const std::string& kind = run.loaded.config.model;
+  while (run.answer_length < net.max_len &&
+         nn::positions_needed(kind, prompt_length, run.answer_length + 1) <= net.max_len) {
+    ++run.answer_length;
+  }
+  if (run.answer_length == 0) {
+    return std::to_string(prompt_length + 1) + " ids leave no position to decode (the model has " +
+           std::to_string(net.max_len) + ")";
+  }
+  return "";
+}
+
 }  // namespace
+
+const char* const kInputHelp =
+    "the prompt: tokens of the checkpoint's task, e.g. \"3 1 4 1 5 9 2 6 5 3\"; for a "
+    "checkpoint of a program's own data, raw token ids in [0, vocab-size): the last one ends the "
+    "prompt and the model decodes what follows, as many tokens as its positions leave room for";
 
 int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
                           CheckpointArgs& a) {
@@ -45,24 +79,35 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
                       std::optional<PromptedRun>& loaded) {
   set_threads(static_cast<int>(a.threads));
-  train::LoadedRun run = train::load_run(a.checkpoint);
-  const std::shared_ptr<const data::Task> made = train::make_task(run.config);
-  if (!made->sequence_task()) {
+  train::LoadedModel model = train::load_model(a.checkpoint);
+  const bool raw = data::task_kind(model.config.task.name).own_data;
+  const std::unique_ptr<data::Task> task = train::make_task(model.config);
+  const data::SequenceTask* sequence_task = task->sequence_task();
+  if (!raw && !sequence_task) {
     throw ConfigError(a.checkpoint + ": a language model: " + command +
                       " reads a toy task's prompt; generate text with gradlab sample");
   }
-  const std::shared_ptr<const data::SequenceTask> task(made, made->sequence_task());
   const auto tokens = parse_tokens(a.input);
   if (!tokens) {
     return usage_error(command, "--input: " + quote(a.input) + " is not a list of integers",
                        a.options);
   }
-  try {
-    task->validate_prompt(*tokens);
-  } catch (const ConfigError& e) {
-    return usage_error(command, std::string("--input: ") + e.what(), a.options);
+  PromptedRun run{std::move(model), *tokens, 0, 0, std::nullopt};
+  if (raw) {
+    if (const std::string problem = read_raw_ids(run); !problem.empty()) {
+      return usage_error(command, "--input: " + problem, a.options);
+    }
+  } else {
+    try {
+      sequence_task->validate_prompt(*tokens);
+    } catch (const ConfigError& e) {
+      return usage_error(command, std::string("--input: ") + e.what(), a.options);
+    }
+    run.separator = data::kSeparator;
+    run.answer_length = sequence_task->answer_length();
+    run.expected = sequence_task->answer(*tokens);
   }
-  loaded.emplace(PromptedRun{std::move(run), task, *tokens});
+  loaded.emplace(std::move(run));
   return -1;
 }
 

@@ -1,13 +1,12 @@
 // What eval, predict and attention share: the --checkpoint and --threads flags, and reading
-// --input as a prompt of the checkpoint's task.
+// --input as a prompt of the checkpoint's task, or as raw token ids for a checkpoint of a
+// program's own data.
 #pragma once
 
 #include <boost/program_options.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <memory>
 
 #include "data/sequence_task.h"
 #include "train/trainer.h"
@@ -30,15 +29,24 @@ struct CheckpointArgs {
 int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
                           CheckpointArgs& a);
 
-// A checkpoint's run, its task, and --input ("3 1 4 1 5") read as a prompt of that task.
+// A checkpoint's model and --input ("3 1 4 1 5") read as what the model decodes from: the
+// prompt, the separator that ends it and how many tokens follow. For a sequence task, a prompt
+// of that task, whose right answer is known. For a program's own data (data::TaskKind::own_data),
+// raw token ids in [0, V): every id but the last is the prompt, the last one ends it (the
+// separator), and the model decodes as many tokens as its positions leave room for.
 struct PromptedRun {
-  train::LoadedRun run;
-  std::shared_ptr<const data::SequenceTask> task;
+  train::LoadedModel loaded;
   std::vector<int64_t> prompt;
+  int64_t separator = 0;
+  int64_t answer_length = 0;
+  std::optional<std::vector<int64_t>> expected;  // the task's answer; none for raw ids
 };
 
-// Sets the OpenMP threads, loads a.checkpoint and reads a.input into `loaded`; returns -1 to go
-// on, or the usage exit code after saying what is wrong with --input.
+// What --input means, for the help of predict and attention.
+extern const char* const kInputHelp;
+
+// Sets the OpenMP threads, loads a.checkpoint's model and reads a.input into `loaded`; returns
+// -1 to go on, or the usage exit code after saying what is wrong with --input.
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
                       std::optional<PromptedRun>& loaded);
 

@@ -37,7 +37,7 @@ constexpr const char* kCaption =
     "gradlab attention: attention weights of every layer and head for one prompt\nOptions";
 
 int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
-  a.options.add_options()("input", po::value(&a.input)->required(), "prompt tokens")(
+  a.options.add_options()("input", po::value(&a.input)->required(), kInputHelp)(
       "out", po::value(&a.out)->required(), "output HDF5 file (a new one)")(
       "overwrite", po::bool_switch(&a.overwrite),
       "replace --out if it exists (never a checkpoint)");
@@ -60,16 +60,17 @@ int run_attention(const std::vector<std::string>& args) {
   if (const int code = parse(args, a); code >= 0) return code;
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("attention", a, loaded); code >= 0) return code;
-  const auto& [run, task, prompt] = *loaded;
+  const PromptedRun& run = *loaded;
   // The model reads the prompt, the separator and its own greedy answer, as in training.
-  nn::SequenceModel& model = run.trainer->model();
+  nn::SequenceModel& model = *run.loaded.model;
   const std::vector<int64_t> answer =
-      model.greedy_decode(prompt, data::kSeparator, task->answer_length());
-  std::vector<int64_t> sample = prompt;
-  sample.push_back(data::kSeparator);
+      model.greedy_decode(run.prompt, run.separator, run.answer_length);
+  std::vector<int64_t> sample = run.prompt;
+  sample.push_back(run.separator);
   sample.insert(sample.end(), answer.begin(), answer.end());
-  const nn::SequenceBatch batch = model.make_batch(
-      Indices({1, static_cast<int64_t>(sample.size())}, sample), task->prompt_length());
+  const nn::SequenceBatch batch =
+      model.make_batch(Indices({1, static_cast<int64_t>(sample.size())}, sample),
+                       static_cast<int64_t>(run.prompt.size()));
   nn::AttentionMaps maps;
   {
     NoGradGuard no_grad;

@@ -14,8 +14,7 @@ constexpr const char* kCaption =
     "gradlab predict: greedy autoregressive decoding of one prompt\nOptions";
 
 int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
-  a.options.add_options()("input", po::value(&a.input)->required(),
-                          "prompt tokens, e.g. \"3 1 4 1 5 9 2 6 5 3\"");
+  a.options.add_options()("input", po::value(&a.input)->required(), kInputHelp);
   return parse_with_checkpoint("predict", args, a);
 }
 
@@ -31,13 +30,16 @@ int run_predict(const std::vector<std::string>& args) {
   if (const int code = parse(args, a); code >= 0) return code;
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("predict", a, loaded); code >= 0) return code;
-  const auto& [run, task, prompt] = *loaded;
+  PromptedRun& run = *loaded;
   const std::vector<int64_t> output =
-      run.trainer->model().greedy_decode(prompt, data::kSeparator, task->answer_length());
-  const std::vector<int64_t> expected = task->answer(prompt);
-  std::printf("input    %s\noutput   %s\nexpected %s\n%s\n", join(prompt).c_str(),
-              join(output).c_str(), join(expected).c_str(),
-              output == expected ? "correct" : "wrong");
+      run.loaded.model->greedy_decode(run.prompt, run.separator, run.answer_length);
+  std::vector<int64_t> input = run.prompt;
+  if (!run.expected) input.push_back(run.separator);  // raw ids: as given
+  std::printf("input    %s\noutput   %s\n", join(input).c_str(), join(output).c_str());
+  if (run.expected) {
+    std::printf("expected %s\n%s\n", join(*run.expected).c_str(),
+                output == *run.expected ? "correct" : "wrong");
+  }
   return kExitOk;
 }
 

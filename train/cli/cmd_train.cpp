@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "autograd/threads.h"
+#include "data/tasks.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
 #include "train/cli/progress.h"
@@ -152,6 +153,18 @@ int parse(const std::vector<std::string>& args, Options& opts, bool writer = tru
                              "; ask for more steps to resume",
                          options);
     }
+  }
+  try {
+    if (data::task_kind(opts.config.task.name).own_data) {
+      return usage_error("train",
+                         "task " + opts.config.task.name +
+                             ": a program's own data, which only that program has; gradlab "
+                             "train runs " +
+                             data::task_names(),
+                         options);
+    }
+  } catch (const ConfigError& e) {
+    return usage_error("train", e.what(), options);
   }
   if (opts.config.out_dir.empty()) opts.config.out_dir = default_out_dir(opts.config);
   if (writer) {

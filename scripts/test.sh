@@ -50,7 +50,8 @@ section() {
 }
 
 section "Release build and suite (build/)"
-./scripts/bootstrap.sh
+# The executable and the suite; the benchmarks are built by ./scripts/bench.sh.
+./scripts/bootstrap.sh --target gradlab --target gradlab_tests
 ctest --test-dir build --output-on-failure -j2 "${ctest_args[@]}"
 section "Installed gradlab: examples/ built with find_package(gradlab)"
 ./scripts/test_examples.sh
@@ -71,9 +72,18 @@ section "Debug + AddressSanitizer + UndefinedBehaviorSanitizer build and suite (
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:exitcode=86:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=86:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_suppressions=0:${LSAN_OPTIONS:-}"
-# The two fixture runs (DefaultRun.*) check numbers the Release pass checks already; here they
-# would only repeat two whole training runs (50 s of this pass) that other tests' runs cover.
-ctest --test-dir build-sanitize --output-on-failure -j2 --timeout 900 -E '^DefaultRun\.' \
+# Left to the Release pass, where they run too: what repeats, under the sanitizers, code that
+# cheaper tests of this pass already reach.
+# - DefaultRun.*: two whole fixture runs; other tests train the same models.
+# - KernelsUnder.*: the kernel tests again under each lower kernel variant (240 CPU-s here);
+#   KernelVariants.* runs every variant's kernels, one by one, in this pass.
+# - GradientCheckCoverage.*: the gradient checks once more, to see which ops they reach (a
+#   property of the code, not of memory).
+# - Training runs to a result (FitTest.StopsAtTheTarget, TrainTest.EndToEnd*, Entropy.*,
+#   Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep) and FaultInjection.* (processes killed
+#   at random moments): the steps, evaluations and saves they run are the other tests' too.
+ctest --test-dir build-sanitize --output-on-failure -j2 --timeout 900 \
+  -E '^(DefaultRun\.|KernelsUnder\.|GradientCheckCoverage\.|FitTest\.StopsAtTheTarget$|TrainTest\.EndToEnd|Entropy\.|Threads\.OneAndTwoThreadsGiveTheSameLossesEveryStep$|FaultInjection\.)' \
   "${ctest_args[@]}"
 
 section "fuzz corpus replay under the sanitizers (build-sanitize/fuzz/)"

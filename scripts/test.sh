@@ -5,11 +5,11 @@
 #      a temporary prefix, and every project in examples/ built and run against it
 #      (scripts/test_examples.sh).
 #   2. Debug build with AddressSanitizer + UndefinedBehaviorSanitizer (GRADLAB_SANITIZE=ON) in
-#      build-sanitize/: the suite again (not the two fixture runs), with the sanitizer options
-#      below. Debug keeps assertions (no NDEBUG) and -g; it compiles with -O1 instead of -O0,
-#      without which the Eigen kernels make the sanitized suite too slow to run on every change,
-#      and for the generic x86-64 target (GRADLAB_NATIVE=OFF), the kernels' variants for every
-#      instruction set included (each runs where the processor has it: tests/CMakeLists.txt).
+#      build-sanitize/: the suite again (but the runs listed at its ctest line below), with the
+#      sanitizer options below. Debug keeps assertions (no NDEBUG) and -g; it compiles with -O1
+#      instead of -O0, without which the Eigen kernels make the sanitized suite too slow to run on
+#      every change, and for the generic x86-64 target (GRADLAB_NATIVE=OFF), the kernels'
+#      variants for every instruction set included (each runs where the processor has it).
 #      Without MPI (GRADLAB_MPI=OFF): Open MPI's own allocations would fail the leak check; the
 #      tests that start gradlab under mpirun (tests/cli/test_mpi.cpp) run in pass 1.
 #   3. The fuzz targets' committed corpus (fuzz/corpus/) replayed once under the same

@@ -13,6 +13,7 @@
 
 #include "tests/cli_runner.h"
 #include "tests/test_helpers.h"
+#include "tests/train/small_run.h"
 #include "train/fit.h"
 
 namespace gradlab::train {
@@ -22,16 +23,7 @@ namespace fs = std::filesystem;
 using testing::contains;
 using testing::TempDir;
 
-RunConfig small_config() {
-  RunConfig c;
-  c.task.length = 4;
-  c.net.d_model = 32;
-  c.net.d_ff = 64;
-  c.batch_size = 16;
-  c.eval_size = 64;
-  finalize(c);
-  return c;
-}
+using testing::small_run_config;
 
 // Everything fit tells its observer, in order; stops when asked to after stop_after steps.
 struct Recorder : Observer {
@@ -73,7 +65,7 @@ class FitTest : public ::testing::Test {
 
 TEST_F(FitTest, EvaluatesEveryNStepsAndAtTheLastAndSavesTheFinalCheckpoint) {
   TempDir dir;
-  Trainer trainer(small_config());
+  Trainer trainer(small_run_config());
   LoopPolicy policy;
   policy.steps = 25;
   policy.eval_every = 10;
@@ -103,7 +95,7 @@ TEST_F(FitTest, EvaluatesEveryNStepsAndAtTheLastAndSavesTheFinalCheckpoint) {
 
 TEST_F(FitTest, SavesEveryNStepsAndKeepsTheNewest) {
   TempDir dir;
-  Trainer trainer(small_config());
+  Trainer trainer(small_run_config());
   LoopPolicy policy;
   policy.steps = 30;
   policy.eval_every = 1000;
@@ -137,7 +129,7 @@ TEST_F(FitTest, SavesEveryNStepsAndKeepsTheNewest) {
 // evaluation must still write best.h5.
 TEST_F(FitTest, TheFirstEvaluationWritesBestAlsoWhenRankedByLoss) {
   TempDir dir;
-  Trainer trainer(small_config());
+  Trainer trainer(small_run_config());
   LoopPolicy policy;
   policy.steps = 10;
   policy.eval_every = 5;
@@ -164,7 +156,7 @@ TEST_F(FitTest, PrunesOnlyTheCheckpointsItWrote) {
   for (const char* name : {"step-000001.h5", "step-000100.h5"}) {
     std::ofstream(fs::path(out) / name) << "an earlier run's checkpoint";
   }
-  Trainer trainer(small_config());
+  Trainer trainer(small_run_config());
   LoopPolicy policy;
   policy.steps = 15;
   policy.eval_every = 1000;
@@ -184,7 +176,7 @@ TEST_F(FitTest, PrunesOnlyTheCheckpointsItWrote) {
 }
 
 TEST_F(FitTest, WritesNoFileWithoutAnOutputDirectory) {
-  Trainer trainer(small_config());
+  Trainer trainer(small_run_config());
   LoopPolicy policy;
   policy.steps = 12;
   policy.eval_every = 5;
@@ -212,7 +204,7 @@ TEST_F(FitTest, StopsAtTheTarget) {
 
 TEST_F(FitTest, AStopRequestEndsTheLoopAndSaves) {
   TempDir dir;
-  Trainer trainer(small_config());
+  Trainer trainer(small_run_config());
   LoopPolicy policy;
   policy.steps = 100;
   policy.eval_every = 1000;
@@ -228,7 +220,7 @@ TEST_F(FitTest, AStopRequestEndsTheLoopAndSaves) {
 
 TEST_F(FitTest, ADivergenceStopsBeforeSavingTheDivergedState) {
   TempDir dir;
-  RunConfig config = small_config();
+  RunConfig config = small_run_config();
   config.optimizer.name = "sgd";
   config.schedule.lr = 1e6;
   config.schedule.warmup_steps = 0;

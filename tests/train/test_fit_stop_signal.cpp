@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/cli_runner.h"
+#include "tests/train/small_run.h"
 #include "train/fit.h"
 
 namespace gradlab::train {
@@ -17,16 +18,7 @@ namespace fit_stop_signal_test {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-RunConfig small_config() {
-  RunConfig c;
-  c.task.length = 4;
-  c.net.d_model = 32;
-  c.net.d_ff = 64;
-  c.batch_size = 16;
-  c.eval_size = 64;
-  finalize(c);
-  return c;
-}
+using testing::small_run_config;
 
 // Raises `signal` in this process during step `at`'s callback, as `timeout` or Ctrl-C would.
 struct RaiseAt : Observer {
@@ -61,7 +53,7 @@ class FitStopSignal : public ::testing::TestWithParam<int> {
 
 TEST_P(FitStopSignal, SavesAfterTheStepAndResumes) {
   TempDir dir;
-  Trainer trainer(small_config());
+  Trainer trainer(small_run_config());
   RaiseAt raise(GetParam(), 3);
   const FitResult result = fit(trainer, policy_in(dir.file("run")), raise);
 
@@ -82,7 +74,7 @@ TEST_P(FitStopSignal, SavesAfterTheStepAndResumes) {
   EXPECT_EQ(resumed.trainer->step(), 8);
 
   // The same as a run that was never stopped.
-  Trainer whole(small_config());
+  Trainer whole(small_run_config());
   LoopPolicy uninterrupted = policy_in(dir.file("whole"));
   fit(whole, uninterrupted, quiet);
   const CheckpointData a = resumed.trainer->checkpoint(), b = whole.checkpoint();

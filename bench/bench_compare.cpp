@@ -182,7 +182,7 @@ void BM_MatmulSquare(benchmark::State& state, int64_t n) {
 }
 
 // Registered at start-up, next to the micro-benchmarks of bench_autograd.cpp.
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool compare_registered = [] {
   auto register_mha = [](const gb::MhaShape& s) {
     benchmark::RegisterBenchmark(gb::mha_name(s).c_str(), BM_Mha, s)
         ->Iterations(gb::mha_iterations(s))

@@ -190,7 +190,7 @@ void register_part(const char* name, void (*fn)(benchmark::State&)) {
   benchmark::RegisterBenchmark(name, fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
-const bool registered = [] {
+[[maybe_unused]] const bool step_parts_registered = [] {
   const int64_t C = kSpec.d_model;
   register_linear("qkv", C, 3 * C, kSpec.layers);
   register_linear("attention_out", C, C, kSpec.layers);

@@ -33,10 +33,10 @@ std::string refuse_output(const CheckpointArgs& a) {
   return a.overwrite ? "" : out + " already exists; pass --overwrite to replace it";
 }
 
-constexpr const char* kCaption =
+constexpr const char* kAttentionCaption =
     "gradlab attention: attention weights of every layer and head for one prompt\nOptions";
 
-int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
+int parse_attention_options(const std::vector<std::string>& args, CheckpointArgs& a) {
   a.options.add_options()("input", po::value(&a.input)->required(), kInputHelp)(
       "out", po::value(&a.out)->required(), "output HDF5 file (a new one)")(
       "overwrite", po::bool_switch(&a.overwrite),
@@ -51,13 +51,13 @@ int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
 }  // namespace
 
 int parse_attention(const std::vector<std::string>& args) {
-  CheckpointArgs a(kCaption);
-  return parse(args, a);
+  CheckpointArgs a(kAttentionCaption);
+  return parse_attention_options(args, a);
 }
 
 int run_attention(const std::vector<std::string>& args) {
-  CheckpointArgs a(kCaption);
-  if (const int code = parse(args, a); code >= 0) return code;
+  CheckpointArgs a(kAttentionCaption);
+  if (const int code = parse_attention_options(args, a); code >= 0) return code;
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("attention", a, loaded); code >= 0) return code;
   const PromptedRun& run = *loaded;

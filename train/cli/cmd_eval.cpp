@@ -15,11 +15,11 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kCaption =
+constexpr const char* kEvalCaption =
     "gradlab eval: metrics of a checkpoint on its held-out set, or a language model's loss on "
     "any text\nOptions";
 
-int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
+int parse_eval_options(const std::vector<std::string>& args, CheckpointArgs& a) {
   a.options.add_options()("data", po::value(&a.input),
                           "a language model: score every token of this file");
   return parse_with_checkpoint("eval", args, a);
@@ -28,13 +28,13 @@ int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
 }  // namespace
 
 int parse_eval(const std::vector<std::string>& args) {
-  CheckpointArgs a(kCaption);
-  return parse(args, a);
+  CheckpointArgs a(kEvalCaption);
+  return parse_eval_options(args, a);
 }
 
 int run_eval(const std::vector<std::string>& args) {
-  CheckpointArgs a(kCaption);
-  if (const int code = parse(args, a); code >= 0) return code;
+  CheckpointArgs a(kEvalCaption);
+  if (const int code = parse_eval_options(args, a); code >= 0) return code;
   set_threads(static_cast<int>(a.threads));
   const train::LoadedRun run = train::load_run(a.checkpoint, a.input);
   const train::Metrics m = run.trainer->evaluate();

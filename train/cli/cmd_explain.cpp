@@ -167,7 +167,7 @@ int64_t bounded_numel(std::initializer_list<int64_t> dims) {
 }
 
 // Parses the flags; returns -1 to go on or an exit code.
-int parse(const std::vector<std::string>& args, ExplainArgs& a) {
+int parse_explain_options(const std::vector<std::string>& args, ExplainArgs& a) {
   namespace po = boost::program_options;
   a.options.add_options()("help,h", "show this help")(
       "shapes", po::value(&a.shapes), "B,T,C,H[,KV]: print the shape walk and parameter count")(
@@ -232,12 +232,12 @@ int parse(const std::vector<std::string>& args, ExplainArgs& a) {
 
 int parse_explain(const std::vector<std::string>& args) {
   ExplainArgs a;
-  return parse(args, a);
+  return parse_explain_options(args, a);
 }
 
 int run_explain(const std::vector<std::string>& args) {
   ExplainArgs a;
-  if (const int code = parse(args, a); code >= 0) return code;
+  if (const int code = parse_explain_options(args, a); code >= 0) return code;
   if (a.sizes.empty()) return explain_example();
   const std::vector<int64_t>& sizes = a.sizes;
   try {

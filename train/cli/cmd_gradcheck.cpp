@@ -17,7 +17,7 @@ namespace {
 namespace po = boost::program_options;
 
 // Parses the flags into only and seed; returns -1 to go on or an exit code.
-int parse(const std::vector<std::string>& args, std::string& only, uint64_t& seed) {
+int parse_gradcheck_options(const std::vector<std::string>& args, std::string& only, uint64_t& seed) {
   po::options_description options(
       "gradlab gradcheck: compare analytic gradients with central "
       "differences in float64\nOptions");
@@ -41,13 +41,13 @@ int parse(const std::vector<std::string>& args, std::string& only, uint64_t& see
 int parse_gradcheck(const std::vector<std::string>& args) {
   std::string only;
   uint64_t seed = 0;
-  return parse(args, only, seed);
+  return parse_gradcheck_options(args, only, seed);
 }
 
 int run_gradcheck(const std::vector<std::string>& args) {
   std::string only;
   uint64_t seed = 0;
-  if (const int code = parse(args, only, seed); code >= 0) return code;
+  if (const int code = parse_gradcheck_options(args, only, seed); code >= 0) return code;
 
   bool all_passed = true;
   std::printf("%-24s %-34s %12s %12s  %s\n", "op", "input shapes", "max abs err", "max rel err",

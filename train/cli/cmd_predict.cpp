@@ -10,10 +10,10 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kCaption =
+constexpr const char* kPredictCaption =
     "gradlab predict: greedy autoregressive decoding of one prompt\nOptions";
 
-int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
+int parse_predict_options(const std::vector<std::string>& args, CheckpointArgs& a) {
   a.options.add_options()("input", po::value(&a.input)->required(), kInputHelp);
   return parse_with_checkpoint("predict", args, a);
 }
@@ -21,13 +21,13 @@ int parse(const std::vector<std::string>& args, CheckpointArgs& a) {
 }  // namespace
 
 int parse_predict(const std::vector<std::string>& args) {
-  CheckpointArgs a(kCaption);
-  return parse(args, a);
+  CheckpointArgs a(kPredictCaption);
+  return parse_predict_options(args, a);
 }
 
 int run_predict(const std::vector<std::string>& args) {
-  CheckpointArgs a(kCaption);
-  if (const int code = parse(args, a); code >= 0) return code;
+  CheckpointArgs a(kPredictCaption);
+  if (const int code = parse_predict_options(args, a); code >= 0) return code;
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("predict", a, loaded); code >= 0) return code;
   PromptedRun& run = *loaded;

@@ -24,7 +24,7 @@ struct SampleArgs {
   po::variables_map vm;
 };
 
-int parse(const std::vector<std::string>& args, SampleArgs& a) {
+int parse_sample_options(const std::vector<std::string>& args, SampleArgs& a) {
   a.options.add_options()("help,h", "show this help")(
       "checkpoint", po::value(&a.checkpoint)->required(), "checkpoint file (.h5)")(
       "prompt", po::value(&a.prompt)->default_value("\n", "newline"),
@@ -54,12 +54,12 @@ int parse(const std::vector<std::string>& args, SampleArgs& a) {
 
 int parse_sample(const std::vector<std::string>& args) {
   SampleArgs a;
-  return parse(args, a);
+  return parse_sample_options(args, a);
 }
 
 int run_sample(const std::vector<std::string>& args) {
   SampleArgs a;
-  if (const int code = parse(args, a); code >= 0) return code;
+  if (const int code = parse_sample_options(args, a); code >= 0) return code;
   set_threads(static_cast<int>(a.threads));
   const train::LoadedModel loaded = train::load_model(a.checkpoint);
   const std::unique_ptr<data::Task> task = train::make_task(loaded.config);

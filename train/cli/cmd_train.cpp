@@ -79,7 +79,7 @@ struct Options {
 // Parses flags (and --config FILE); on --resume the checkpoint's configuration is used, with
 // only the resumable flags allowed to change. `writer`: this process will write the run's files,
 // and decides whether --out may take them. Returns -1 to go on, or an exit code.
-int parse(const std::vector<std::string>& args, Options& opts, bool writer = true) {
+int parse_train_options(const std::vector<std::string>& args, Options& opts, bool writer = true) {
   po::options_description options(
       "gradlab train: train a transformer on a toy task or a text file\n"
       "Every flag can also be set in a --config file (key = value lines).\nOptions");
@@ -188,17 +188,17 @@ int parse(const std::vector<std::string>& args, Options& opts, bool writer = tru
   return -1;
 }
 
-// parse() on every process of a group: each parses the same command line (a file may still be
+// parse_train_options() on every process of a group: each parses the same command line (a file may still be
 // missing on one host only), the output of each is held back, and only the first process that
 // stopped, rank 0 before the others, prints its own. Every process returns the same code.
 int parse_in_group(const std::vector<std::string>& args, Options& opts, ProcessGroup& group) {
-  if (group.size() == 1) return parse(args, opts);
+  if (group.size() == 1) return parse_train_options(args, opts);
   std::ostringstream out, err;
   std::streambuf* const cout_buffer = std::cout.rdbuf(out.rdbuf());
   std::streambuf* const cerr_buffer = std::cerr.rdbuf(err.rdbuf());
   int code;
   try {
-    code = parse(args, opts, group.rank() == 0);
+    code = parse_train_options(args, opts, group.rank() == 0);
   } catch (const std::exception& e) {
     err << "gradlab train: " << e.what() << '\n';
     code = kExitFailure;
@@ -219,7 +219,7 @@ int parse_in_group(const std::vector<std::string>& args, Options& opts, ProcessG
 
 int parse_train(const std::vector<std::string>& args) {
   Options opts;
-  return parse(args, opts);
+  return parse_train_options(args, opts);
 }
 
 int run_train(const std::vector<std::string>& args) {

@@ -17,18 +17,18 @@ namespace fs = std::filesystem;
 
 constexpr const char* kTempMarker = ".tmp-";
 
-[[noreturn]] void fail_errno(const std::string& path, const std::string& what) {
+[[noreturn]] void fail_with_errno(const std::string& path, const std::string& what) {
   throw FileError(path + ": " + what + ": " + std::strerror(errno));
 }
 
 void sync(const std::string& path, const std::string& target, int flags) {
   const int fd = ::open(target.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) fail_errno(path, "cannot open " + target + " to sync it");
+  if (fd < 0) fail_with_errno(path, "cannot open " + target + " to sync it");
   if (::fsync(fd) != 0) {
     const int error = errno;
     ::close(fd);
     errno = error;
-    fail_errno(path, "cannot sync " + target);
+    fail_with_errno(path, "cannot sync " + target);
   }
   ::close(fd);
 }
@@ -46,12 +46,12 @@ void replace_file(const std::string& path, const std::function<void(const std::s
     // Created with POSIX first, so that a missing or unwritable directory is reported with the
     // system's reason rather than a library's.
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail_errno(path, "cannot create temporary file " + temp);
+    if (fd < 0) fail_with_errno(path, "cannot create temporary file " + temp);
     ::close(fd);
     write(temp);
     sync(path, temp, O_RDONLY);
     if (::rename(temp.c_str(), path.c_str()) != 0) {
-      fail_errno(path, "cannot rename " + temp + " over it");
+      fail_with_errno(path, "cannot rename " + temp + " over it");
     }
   } catch (...) {
     ::unlink(temp.c_str());
@@ -64,7 +64,7 @@ void replace_file_bytes(const std::string& path, const char* data, size_t size) 
   replace_file(path, [&](const std::string& temp) {
     const std::string what = "cannot write temporary file " + temp;
     const int fd = ::open(temp.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (fd < 0) fail_errno(path, what);
+    if (fd < 0) fail_with_errno(path, what);
     for (size_t done = 0; done < size;) {
       const ssize_t n = ::write(fd, data + done, size - done);
       if (n < 0 && errno == EINTR) continue;
@@ -72,12 +72,12 @@ void replace_file_bytes(const std::string& path, const char* data, size_t size) 
         const int error = n == 0 ? EIO : errno;
         ::close(fd);
         errno = error;
-        fail_errno(path, what);
+        fail_with_errno(path, what);
       }
       done += static_cast<size_t>(n);
     }
     // Some file systems (NFS) report a failed write only when the file is closed.
-    if (::close(fd) != 0) fail_errno(path, what);
+    if (::close(fd) != 0) fail_with_errno(path, what);
   });
 }
 

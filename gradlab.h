@@ -32,6 +32,7 @@
 #include "data/text_task.h"
 #include "nn/attention.h"
 #include "nn/generate.h"
+#include "nn/hooks.h"
 #include "nn/initialisation.h"
 #include "nn/layers.h"
 #include "nn/models.h"

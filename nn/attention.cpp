@@ -8,6 +8,7 @@
 
 #include "autograd/attention.h"
 #include "autograd/ops.h"
+#include "nn/hooks.h"
 
 namespace gradlab::nn {
 namespace {
@@ -56,15 +57,16 @@ AttentionOutput MultiHeadAttention::attend_composed(const Tensor& query, const T
   const int64_t B = query.size(0), Tq = query.size(1), Tk = key_value.size(1);
   const int64_t H = num_heads_, KV = num_kv_heads_, D = head_dim_;
 
-  // Project first: each head reads its own learned subspace of X, not a slice of X.
-  const Tensor q = q_proj->forward(query);      // [B, Tq, H*D]
-  const Tensor k = k_proj->forward(key_value);  // [B, Tk, KV*D]
-  const Tensor v = v_proj->forward(key_value);  // [B, Tk, KV*D]
+  // Project first: each head reads its own learned subspace of X, not a slice of X. The hook
+  // points see each head's slice: [B, T, heads, D].
+  const Tensor q = hook_point(*this, "hook_q", reshape(q_proj->forward(query), {B, Tq, H, D}));
+  const Tensor k = hook_point(*this, "hook_k", reshape(k_proj->forward(key_value), {B, Tk, KV, D}));
+  const Tensor v = hook_point(*this, "hook_v", reshape(v_proj->forward(key_value), {B, Tk, KV, D}));
 
-  // Split the last axis into heads, then move the heads beside the batch axis.
-  const Tensor q_heads = transpose(reshape(q, {B, Tq, H, D}), 1, 2);   // [B, H, Tq, D]
-  const Tensor k_heads = transpose(reshape(k, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
-  const Tensor v_heads = transpose(reshape(v, {B, Tk, KV, D}), 1, 2);  // [B, KV, Tk, D]
+  // Move the heads beside the batch axis.
+  const Tensor q_heads = transpose(q, 1, 2);  // [B, H, Tq, D]
+  const Tensor k_heads = transpose(k, 1, 2);  // [B, KV, Tk, D]
+  const Tensor v_heads = transpose(v, 1, 2);  // [B, KV, Tk, D]
 
   // Every query against every key, per head; scaled so that the scores' spread does not grow
   // with D.
@@ -72,18 +74,45 @@ AttentionOutput MultiHeadAttention::attend_composed(const Tensor& query, const T
   const Tensor scaled = scores * (1.0 / std::sqrt(static_cast<double>(D)));
 
   // Softmax along Tk: each query spreads a weight of 1 over the keys it may see.
-  const Tensor weights = softmax(masked(scaled, masks), -1);  // [B, H, Tq, Tk]
+  const Tensor weights = hook_point(
+      *this, "hook_pattern",
+      softmax(hook_point(*this, "hook_scores", masked(scaled, masks)), -1));  // [B, H, Tq, Tk]
   const Tensor dropped = drop_->forward(weights);
 
   // The weighted sum of the values, the heads side by side again, and W_O to mix them.
-  const Tensor heads = per_head_matmul(dropped, v_heads);                 // [B, H, Tq, D]
-  const Tensor concat = reshape(transpose(heads, 1, 2), {B, Tq, H * D});  // [B, Tq, C]
-  const Tensor output = out_proj->forward(concat);                        // [B, Tq, C]
+  const Tensor heads = per_head_matmul(dropped, v_heads);                // [B, H, Tq, D]
+  const Tensor z = hook_point(*this, "hook_z", transpose(heads, 1, 2));  // [B, Tq, H, D]
+  const Tensor concat = reshape(z, {B, Tq, H * D});                      // [B, Tq, C]
+  const Tensor output = hook_wanted(*this, "hook_result")
+                            ? sum_of_head_results(z)
+                            : out_proj->forward(concat);  // [B, Tq, C]
 
   if (trace) {
-    *trace = {q, k, v, q_heads, k_heads, v_heads, scores, scaled, weights, heads, concat, output};
+    *trace = {reshape(q, {B, Tq, H * D}),
+              reshape(k, {B, Tk, KV * D}),
+              reshape(v, {B, Tk, KV * D}),
+              q_heads,
+              k_heads,
+              v_heads,
+              scores,
+              scaled,
+              weights,
+              heads,
+              concat,
+              output};
   }
   return {output, weights};
+}
+
+Tensor MultiHeadAttention::sum_of_head_results(const Tensor& z) const {
+  const int64_t H = num_heads_, D = head_dim_, C = d_model_;
+  // W_O [C, H*D] as one [D, C] block per head: head h's output is z_h W_O[:, hD:(h+1)D]^T.
+  const Tensor per_head = transpose(transpose(reshape(out_proj->weight, {C, H, D}), 0, 1), 1, 2);
+  const Tensor result =
+      hook_point(*this, "hook_result",
+                 transpose(matmul(transpose(z, 1, 2), per_head), 1, 2));  // [B, Tq, H, C]
+  const Tensor summed = sum(result, {2});                                 // [B, Tq, C]
+  return out_proj->bias.defined() ? summed + out_proj->bias : summed;
 }
 
 namespace {
@@ -168,7 +197,7 @@ AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
   check_masks(masks, {query.size(0), num_heads_, query.size(1), key_value.size(1)});
   // The fused kernel keeps no intermediates, has no dropout and reads only boolean masks.
   const bool dropout_active = drop_->p > 0 && drop_->is_training();
-  if (trace || dropout_active || masks.additive_mask.defined()) {
+  if (trace || dropout_active || masks.additive_mask.defined() || internals_hooked()) {
     return attend_composed(query, key_value, masks, trace);
   }
   return attend_fused(query, key_value, masks, need_weights);
@@ -200,6 +229,15 @@ AttentionOutput MultiHeadAttention::attend_fused(const Tensor& query, const Tens
                             need_weights);
   }
   return {out_proj->forward(reshape(fused.output, {B, Tq, H * D})), fused.weights};
+}
+
+bool MultiHeadAttention::internals_hooked() const {
+  if (!detail::hooks_running()) return false;
+  for (const char* point :
+       {"hook_q", "hook_k", "hook_v", "hook_scores", "hook_pattern", "hook_z", "hook_result"}) {
+    if (hook_wanted(*this, point)) return true;
+  }
+  return false;
 }
 
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, Generator& gen,

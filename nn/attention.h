@@ -110,6 +110,11 @@ class MultiHeadAttention : public Module {
   // leave the weights out.
   AttentionOutput attend(const Tensor& query, const Tensor& key_value, const AttentionMasks& masks,
                          AttentionTrace* trace, bool need_weights) const;
+  // Whether a hook or cache reads one of the points only the composed path has.
+  bool internals_hooked() const;
+  // W_O applied per head (hook_result [B, Tq, H, C]) and summed, plus W_O's bias: z [B, Tq, H, D]
+  // -> [B, Tq, C]. Only when hook_result is read: the sum's order differs from one product's.
+  Tensor sum_of_head_results(const Tensor& z) const;
   // What attend_composed computes, by the fused kernel.
   AttentionOutput attend_fused(const Tensor& query, const Tensor& key_value,
                                const AttentionMasks& masks, bool need_weights) const;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "nn/hooks.h"
 
 namespace gradlab::nn {
 namespace {
@@ -56,7 +57,7 @@ LayerNorm::LayerNorm(int64_t dim, double eps_, bool with_bias) : eps(eps_) {
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const {
-  return layer_norm(x, weight, bias, eps);
+  return hook_point(*this, "hook_normalized", layer_norm(x, weight, bias, eps));
 }
 
 Dropout::Dropout(double p_, std::shared_ptr<Generator> gen) : p(p_), gen_(std::move(gen)) {
@@ -111,7 +112,9 @@ FeedForward::FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double d
 }
 
 Tensor FeedForward::forward(const Tensor& x) const {
-  return drop->forward(fc2->forward(gelu(fc1->forward(x))));
+  const Tensor pre = hook_point(*this, "hook_pre", fc1->forward(x));  // [B, T, F]
+  const Tensor post = hook_point(*this, "hook_post", gelu(pre));      // [B, T, F]
+  return drop->forward(fc2->forward(post));
 }
 
 }  // namespace gradlab::nn

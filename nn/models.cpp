@@ -6,6 +6,7 @@
 #include "autograd/format.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "nn/hooks.h"
 #include "nn/initialisation.h"
 
 namespace gradlab::nn {
@@ -104,11 +105,16 @@ TokenAndPosition::TokenAndPosition(const ModelConfig& config, Generator& gen) {
   }
 }
 
-Tensor TokenAndPosition::forward(const Indices& tokens, DType dtype, int64_t first) const {
+Tensor TokenAndPosition::forward(const Indices& tokens, DType dtype, int64_t first,
+                                 bool source) const {
   const int64_t length = tokens.shape.back();
-  const Tensor positions = position_embedding ? position_embedding->forward(length, first)
-                                              : sinusoidal->forward(length, dtype, first);
-  return token_embedding->forward(tokens) + positions;  // [B, T, C] + [T, C]
+  const Tensor token = hook_point(*this, source ? "hook_source_token" : "hook_token",
+                                  token_embedding->forward(tokens));  // [B, T, C]
+  const Tensor positions =
+      hook_point(*this, source ? "hook_source_position" : "hook_position",
+                 position_embedding ? position_embedding->forward(length, first)
+                                    : sinusoidal->forward(length, dtype, first));  // [T, C]
+  return token + positions;
 }
 
 DecoderLM::DecoderLM(const ModelConfig& config) : SequenceModel(config) {
@@ -133,7 +139,8 @@ Tensor DecoderLM::forward(const Indices& tokens, AttentionMaps* maps) const {
   causal.causal = true;
   const Tensor x = embed->forward(tokens, embed->token_embedding->weight.dtype());  // [B, T, C]
   const Tensor h = run_blocks(blocks, x, causal, {}, maps ? &maps->decoder_self : nullptr, nullptr);
-  return to_logits(ln_f->forward(h), head, *embed->token_embedding);  // [B, T, V]
+  return hook_point(*this, "hook_logits",
+                    to_logits(ln_f->forward(h), head, *embed->token_embedding));  // [B, T, V]
 }
 
 Tensor DecoderLM::forward_incremental(const Indices& tokens, GenerationCache& cache) const {
@@ -176,7 +183,7 @@ EncoderDecoder::EncoderDecoder(const ModelConfig& config) : SequenceModel(config
 
 Tensor EncoderDecoder::encode(const Indices& source, AttentionMaps* maps) const {
   check_tokens("EncoderDecoder", source);
-  const Tensor x = embed->forward(source, embed->token_embedding->weight.dtype());
+  const Tensor x = embed->forward(source, embed->token_embedding->weight.dtype(), 0, true);
   const Tensor h =
       run_blocks(encoder_blocks, x, {}, {}, maps ? &maps->encoder_self : nullptr, nullptr);
   return encoder_ln->forward(h);  // [B, S, C]
@@ -191,7 +198,8 @@ Tensor EncoderDecoder::decode(const Tensor& memory, const Indices& target_in,
   const Tensor h =
       run_blocks(decoder_blocks, y, causal, memory, maps ? &maps->decoder_self : nullptr,
                  maps ? &maps->decoder_cross : nullptr);
-  return to_logits(ln_f->forward(h), head, *embed->token_embedding);  // [B, T, V]
+  return hook_point(*this, "hook_logits",
+                    to_logits(ln_f->forward(h), head, *embed->token_embedding));  // [B, T, V]
 }
 
 Tensor EncoderDecoder::forward(const Indices& source, const Indices& target_in,

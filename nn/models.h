@@ -14,8 +14,9 @@ namespace gradlab::nn {
 class TokenAndPosition : public Module {
  public:
   TokenAndPosition(const ModelConfig& config, Generator& gen);
-  // tokens [B, T] at positions [first, first + T) -> [B, T, C]
-  Tensor forward(const Indices& tokens, DType dtype, int64_t first = 0) const;
+  // tokens [B, T] at positions [first, first + T) -> [B, T, C]. Hook points hook_token and
+  // hook_position, or for the encoder's source hook_source_token and hook_source_position.
+  Tensor forward(const Indices& tokens, DType dtype, int64_t first = 0, bool source = false) const;
   std::shared_ptr<Embedding> token_embedding;
   std::shared_ptr<LearnedPositionalEmbedding> position_embedding;  // null when sinusoidal
   std::shared_ptr<SinusoidalPositionalEncoding> sinusoidal;        // null when learned

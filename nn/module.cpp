@@ -44,6 +44,16 @@ Tensor Module::parameter(const std::string& name) const {
   throw ConfigError("parameter: no parameter named '" + name + "'");
 }
 
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, const Module*>> out{{"", this}};
+  for (const auto& [name, child] : children_) {
+    for (const auto& [path, module] : child->named_modules()) {
+      out.emplace_back(path.empty() ? name : name + "." + path, module);
+    }
+  }
+  return out;
+}
+
 void Module::zero_grad() {
   for (Tensor& p : parameters()) p.zero_grad();
 }

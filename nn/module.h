@@ -27,6 +27,9 @@ class Module {
   int64_t num_parameters() const;
   // The parameter with this dotted name; throws ConfigError naming it if there is none.
   Tensor parameter(const std::string& name) const;
+  // This module ("") and every submodule with its dotted path ("blocks.0.attn"), depth-first in
+  // registration order: the paths hook points are named by (nn/hooks.h).
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
 
   void zero_grad();
   // Training mode (dropout active) for this module and every submodule.

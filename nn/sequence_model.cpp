@@ -95,8 +95,12 @@ const ModelKind& kind_named(const std::string& name) {
 
 }  // namespace
 
+Tensor sequence_loss(const Tensor& logits, const SequenceBatch& batch) {
+  return cross_entropy(logits, batch.targets, kIgnoreTarget);
+}
+
 Tensor SequenceModel::loss(const SequenceBatch& batch) const {
-  return cross_entropy(forward(batch), batch.targets, kIgnoreTarget);
+  return sequence_loss(forward(batch), batch);
 }
 
 SequenceBatch SequenceModel::make_batch(const Indices& samples, int64_t prompt_length) const {

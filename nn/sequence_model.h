@@ -99,6 +99,10 @@ class SequenceModel : public Module {
   std::string kind_;
 };
 
+// The mean cross-entropy of logits [B, T, V] against batch.targets, over the targets that count:
+// SequenceModel::loss, for logits computed another way (with hooks).
+Tensor sequence_loss(const Tensor& logits, const SequenceBatch& batch);
+
 // The position of the largest logit in the last row of logits [1, T, V] (the first one on a
 // tie): one step of a greedy decode.
 int64_t most_likely_last_token(const Tensor& logits);

@@ -2,6 +2,7 @@
 #include "nn/transformer.h"
 
 #include "autograd/ops.h"
+#include "nn/hooks.h"
 
 namespace gradlab::nn {
 
@@ -34,9 +35,13 @@ TransformerBlock::TransformerBlock(const BlockConfig& config, Generator& gen,
 }
 
 Tensor TransformerBlock::sublayer(const Tensor& h, const LayerNorm& norm, const char* name,
+                                  const char* out_point,
                                   const std::function<Tensor(const Tensor&)>& body) const {
-  if (pre_norm_) return residual_add(h, drop_->forward(body(norm.forward(h))), name);
-  return norm.forward(residual_add(h, drop_->forward(body(h)), name));
+  if (pre_norm_) {
+    return residual_add(h, hook_point(*this, out_point, drop_->forward(body(norm.forward(h)))),
+                        name);
+  }
+  return norm.forward(residual_add(h, hook_point(*this, out_point, drop_->forward(body(h))), name));
 }
 
 Tensor TransformerBlock::forward_incremental(const Tensor& x, KVCache& cache) const {
@@ -45,9 +50,10 @@ Tensor TransformerBlock::forward_incremental(const Tensor& x, KVCache& cache) co
         "TransformerBlock: generation reads running text; this block has "
         "cross-attention");
   }
-  const Tensor h = sublayer(x, *ln1, "attention",
+  const Tensor h = sublayer(x, *ln1, "attention", "hook_attn_out",
                             [&](const Tensor& in) { return attn->forward_incremental(in, cache); });
-  return sublayer(h, *ln2, "feed-forward", [&](const Tensor& in) { return ffn->forward(in); });
+  return sublayer(h, *ln2, "feed-forward", "hook_mlp_out",
+                  [&](const Tensor& in) { return ffn->forward(in); });
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_masks,
@@ -70,15 +76,19 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_mas
     *weights = result.weights;
     return result.output;
   };
-  Tensor h = sublayer(x, *ln1, "attention", [&](const Tensor& in) {
-    return attend(*attn, in, in, self_masks, self_weights);
-  });
+  Tensor h = hook_point(*this, "hook_resid_pre", x);
+  h = sublayer(h, *ln1, "attention", "hook_attn_out",
+               [&](const Tensor& in) { return attend(*attn, in, in, self_masks, self_weights); });
+  h = hook_point(*this, "hook_resid_mid", h);
   if (cross_attn) {
-    h = sublayer(h, *ln_cross, "cross-attention", [&](const Tensor& in) {
+    h = sublayer(h, *ln_cross, "cross-attention", "hook_cross_attn_out", [&](const Tensor& in) {
       return attend(*cross_attn, in, memory, memory_masks, cross_weights);
     });
+    h = hook_point(*this, "hook_resid_mid_cross", h);
   }
-  return sublayer(h, *ln2, "feed-forward", [&](const Tensor& in) { return ffn->forward(in); });
+  h = sublayer(h, *ln2, "feed-forward", "hook_mlp_out",
+               [&](const Tensor& in) { return ffn->forward(in); });
+  return hook_point(*this, "hook_resid_post", h);
 }
 
 }  // namespace gradlab::nn

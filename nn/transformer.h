@@ -42,8 +42,9 @@ class TransformerBlock : public Module {
   std::shared_ptr<FeedForward> ffn;
 
  private:
-  // h plus body of the sublayer, with its LayerNorm before (pre-LN) or after (post-LN).
-  Tensor sublayer(const Tensor& h, const LayerNorm& norm, const char* name,
+  // h plus body of the sublayer, with its LayerNorm before (pre-LN) or after (post-LN); the
+  // sublayer's output (after dropout, before the sum) is the hook point out_point.
+  Tensor sublayer(const Tensor& h, const LayerNorm& norm, const char* name, const char* out_point,
                   const std::function<Tensor(const Tensor&)>& body) const;
 
   bool pre_norm_;

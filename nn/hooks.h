@@ -1,0 +1,133 @@
+// Hook points: the named places of a forward pass where an activation passes, through which a
+// researcher reads it (run_with_cache) or replaces it (run_with_hooks), in the spirit of
+// TransformerLens. A point is named by its module's path and a suffix,
+// "blocks.0.attn.hook_pattern"; docs/hooks.md lists every point of both models with its shape.
+//
+// A module marks its points with hook_point(*this, "hook_z", z). Outside run_with_hooks and
+// run_with_cache (in the training loop) that is one thread-local read and the activation goes on
+// as it is: nothing is recorded and every number is what it is without hooks. Hooks run on the
+// calling thread, for the forward passes inside one call, in the model's current mode (the
+// command line runs models in evaluation mode, so that no dropout mask differs between runs).
+//
+// The fused attention kernel keeps no q, k, v, scores, pattern or z: an attention layer one of
+// whose own points is hooked or cached takes the composed path (the seeds' steps), which computes
+// the same values; a layer with no hooked point of its own stays fused.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+#include "nn/module.h"
+
+namespace gradlab::nn {
+
+class SequenceModel;
+struct SequenceBatch;
+
+// Which points a hook or a cache reads: an exact name, a glob ('*' matches any run of
+// characters, dots included, '?' one character: "blocks.*.attn.hook_pattern", "*hook_z"), or a
+// predicate with a description for errors.
+class HookFilter {
+ public:
+  HookFilter(std::string pattern);  // NOLINT: a name or glob reads as a filter
+  HookFilter(const char* pattern);  // NOLINT
+  HookFilter(std::function<bool(const std::string& name)> predicate, std::string description);
+  // Every point ("*").
+  static HookFilter all();
+
+  bool matches(const std::string& name) const;
+  // The pattern, or the predicate's description.
+  const std::string& description() const { return description_; }
+  bool is_pattern() const { return !predicate_; }
+
+ private:
+  std::string description_;
+  std::function<bool(const std::string&)> predicate_;  // empty for a pattern
+};
+
+// Receives a point's activation and name; returns its replacement (same shape and dtype), or an
+// undefined Tensor to leave it. A replacement computed from the activation by ops stays in the
+// autograd graph, so that a patched run can be backpropagated.
+using HookFunction = std::function<Tensor(const Tensor& activation, const std::string& name)>;
+
+struct Hook {
+  HookFilter filter;
+  HookFunction function;
+};
+
+// One point of a model: its name, its shape in the seeds' letters (in the encoder T is S; in
+// cross-attention Tk is S) and its shape for the sequence it was listed with.
+struct HookPointInfo {
+  std::string name;
+  std::string letters;  // "[B, H, Tq, Tk]"
+  Shape shape;          // B = 1
+};
+
+// The points of model, in the order a forward pass meets them, listed by a forward pass without
+// a graph over the first sequence of batch (every optional point included: hook_result).
+std::vector<HookPointInfo> hook_points(const SequenceModel& model, const SequenceBatch& batch);
+
+// Logits [B, T, V] of model on batch with the hooks applied, in their order, at every point
+// their filters match. Throws ConfigError for a filter that matches no point of the model
+// (naming the closest points), ShapeError for a replacement of another shape or dtype.
+Tensor run_with_hooks(const SequenceModel& model, const SequenceBatch& batch,
+                      const std::vector<Hook>& hooks);
+
+struct CacheOptions {
+  // Also cache "<name>_grad": the gradient of model.loss(batch) with respect to each cached
+  // activation (parameter gradients accumulate as in any backward pass).
+  bool gradients = false;
+  // Without gradients and logits, the forward pass stops after the last cached point.
+  bool logits = true;
+  // Applied before the cache reads a point, so that the cache holds what the model then used.
+  std::vector<Hook> hooks = {};
+};
+
+// Activations by point name, each a tensor of its own (no graph).
+class ActivationCache {
+ public:
+  bool contains(const std::string& name) const { return values_.count(name) > 0; }
+  // Throws ConfigError naming the closest cached names when name is not cached.
+  const Tensor& at(const std::string& name) const;
+  // The cached names, in the order the forward pass met them (gradients after the activations).
+  const std::vector<std::string>& names() const { return names_; }
+  // Bytes the cached tensors hold.
+  int64_t bytes() const;
+
+  Tensor logits;  // [B, T, V]; undefined when the forward pass stopped early
+  Tensor loss;    // with gradients: model.loss(batch)
+
+ private:
+  friend ActivationCache run_with_cache(const SequenceModel&, const SequenceBatch&,
+                                        const HookFilter&, const CacheOptions&);
+  friend class HookSession;
+  void insert(const std::string& name, const Tensor& value);
+  std::map<std::string, Tensor> values_;
+  std::vector<std::string> names_;
+};
+
+// The activations at every point filter matches, for model on batch. Throws as run_with_hooks.
+ActivationCache run_with_cache(const SequenceModel& model, const SequenceBatch& batch,
+                               const HookFilter& filter, const CacheOptions& options = {});
+
+// activation with the slice `head` of axis `axis` set to zero, by a product with a constant mask
+// (so that the result stays in the graph): head ablation at hook_z, hook_q ([B, T, H, D]: axis
+// 2), hook_k, hook_v ([B, T, KV, D]) or hook_pattern ([B, H, Tq, Tk]: axis 1).
+Tensor zero_head(const Tensor& activation, int64_t axis, int64_t head);
+
+// What a module calls at each of its points: the activation, or what the hooks replaced it with
+// (the cache records it too).
+Tensor hook_point(const Module& owner, const char* point, const Tensor& activation);
+// Whether a hook or the cache reads owner's point: for points that cost work only when read
+// (hook_result) and for choosing the composed attention path.
+bool hook_wanted(const Module& owner, const char* point);
+
+namespace detail {
+// Whether any hooks run on this thread (a cheap check before the others).
+bool hooks_running();
+}  // namespace detail
+
+}  // namespace gradlab::nn

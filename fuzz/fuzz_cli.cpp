@@ -51,9 +51,11 @@ using Parser = int (*)(const std::vector<std::string>&);
 
 const std::map<std::string, Parser>& parsers() {
   static const std::map<std::string, Parser> table{
-      {"gradcheck", parse_gradcheck}, {"explain", parse_explain}, {"train", parse_train},
-      {"eval", parse_eval},           {"predict", parse_predict}, {"attention", parse_attention},
+      {"gradcheck", parse_gradcheck}, {"explain", parse_explain},
+      {"train", parse_train},         {"eval", parse_eval},
+      {"predict", parse_predict},     {"attention", parse_attention},
       {"inspect", parse_inspect},     {"sample", parse_sample},
+      {"hooks", parse_hooks},         {"activations", parse_activations},
   };
   return table;
 }

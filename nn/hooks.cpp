@@ -245,11 +245,8 @@ bool hook_wanted(const Module& owner, const char* point) {
   return session && session->wanted(owner, point);
 }
 
-namespace {
-
-// The names of the listed points filter matches; throws naming the closest when there is none.
-std::vector<std::string> matched_points(const std::vector<HookPointInfo>& points,
-                                        const HookFilter& filter, const char* caller) {
+std::vector<std::string> matching_points(const std::vector<HookPointInfo>& points,
+                                         const HookFilter& filter, const std::string& caller) {
   std::vector<std::string> names, matched;
   for (const HookPointInfo& point : points) {
     names.push_back(point.name);
@@ -257,15 +254,17 @@ std::vector<std::string> matched_points(const std::vector<HookPointInfo>& points
   }
   if (matched.empty()) {
     throw ConfigError(
-        std::string(caller) + ": '" + filter.description() +
+        caller + ": '" + filter.description() +
         "' matches no hook point of this model; closest: " + closest(filter.description(), names));
   }
   return matched;
 }
 
+namespace {
+
 void check_hooks(const std::vector<HookPointInfo>& points, const std::vector<Hook>& hooks,
                  const char* caller) {
-  for (const Hook& hook : hooks) matched_points(points, hook.filter, caller);
+  for (const Hook& hook : hooks) matching_points(points, hook.filter, caller);
 }
 
 }  // namespace
@@ -298,7 +297,7 @@ ActivationCache run_with_cache(const SequenceModel& model, const SequenceBatch& 
                                const HookFilter& filter, const CacheOptions& options) {
   const std::vector<HookPointInfo> points = hook_points(model, batch);
   check_hooks(points, options.hooks, "run_with_cache");
-  const size_t matched = matched_points(points, filter, "run_with_cache").size();
+  const size_t matched = matching_points(points, filter, "run_with_cache").size();
   const bool stop_early = !options.gradients && !options.logits;
   ActivationCache cache;
   HookSession session(model, options.hooks);

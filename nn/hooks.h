@@ -70,6 +70,11 @@ struct HookPointInfo {
 // a graph over the first sequence of batch (every optional point included: hook_result).
 std::vector<HookPointInfo> hook_points(const SequenceModel& model, const SequenceBatch& batch);
 
+// The names of the points filter matches. Throws ConfigError "<caller>: '<filter>' matches no
+// hook point of this model; closest: <three names>" when there is none.
+std::vector<std::string> matching_points(const std::vector<HookPointInfo>& points,
+                                         const HookFilter& filter, const std::string& caller);
+
 // Logits [B, T, V] of model on batch with the hooks applied, in their order, at every point
 // their filters match. Throws ConfigError for a filter that matches no point of the model
 // (naming the closest points), ShapeError for a replacement of another shape or dtype.

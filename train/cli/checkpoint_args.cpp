@@ -1,5 +1,6 @@
 #include "train/cli/checkpoint_args.h"
 
+#include <filesystem>
 #include <optional>
 #include <sstream>
 
@@ -7,6 +8,7 @@
 #include "autograd/format.h"
 #include "autograd/threads.h"
 #include "data/tasks.h"
+#include "train/checkpoint.h"
 #include "train/cli/options.h"
 
 namespace gradlab::cli {
@@ -109,6 +111,33 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
   }
   loaded.emplace(std::move(run));
   return -1;
+}
+
+std::string refuse_output(const CheckpointArgs& a, const std::string& contents) {
+  std::error_code error;
+  if (!std::filesystem::exists(a.out, error)) return "";
+  const std::string out = "--out " + a.out;
+  if (std::filesystem::equivalent(a.out, a.checkpoint, error))
+    return out + " is the checkpoint being read";
+  if (!std::filesystem::is_regular_file(a.out, error))
+    return out + " exists and is not a regular file";
+  try {
+    train::read_checkpoint_config(a.out);
+    return out + " is a checkpoint; write " + contents + " to a file of their own";
+  } catch (const CheckpointError&) {
+    // not a checkpoint (an earlier attention file, say)
+  }
+  return a.overwrite ? "" : out + " already exists; pass --overwrite to replace it";
+}
+
+nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer) {
+  nn::SequenceModel& model = *run.loaded.model;
+  answer = model.greedy_decode(run.prompt, run.separator, run.answer_length);
+  std::vector<int64_t> sample = run.prompt;
+  sample.push_back(run.separator);
+  sample.insert(sample.end(), answer.begin(), answer.end());
+  return model.make_batch(Indices({1, static_cast<int64_t>(sample.size())}, sample),
+                          static_cast<int64_t>(run.prompt.size()));
 }
 
 std::string join(const std::vector<int64_t>& tokens) {

@@ -19,7 +19,7 @@ struct CheckpointArgs {
   boost::program_options::options_description options;
   std::string checkpoint, input, out;
   int64_t threads = 1;
-  bool overwrite = false;  // attention: replace an existing --out
+  bool overwrite = false;  // attention, activations: replace an existing --out
   boost::program_options::variables_map vm;
 };
 
@@ -49,6 +49,14 @@ extern const char* const kInputHelp;
 // -1 to go on, or the usage exit code after saying what is wrong with --input.
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
                       std::optional<PromptedRun>& loaded);
+
+// The batch of one sequence the model reads for run: the prompt, the separator and the model's
+// own greedy answer (returned in `answer`), teacher forced as in training.
+nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer);
+
+// Why a.out may not be written, or "": an existing file is replaced only with --overwrite, and
+// a checkpoint (the one read, or any other) never; contents names what the command writes.
+std::string refuse_output(const CheckpointArgs& a, const std::string& contents);
 
 // "3 1 4 1 5"
 std::string join(const std::vector<int64_t>& tokens);

@@ -1,6 +1,5 @@
 // `gradlab attention`: every layer's and head's attention weights for one prompt, to HDF5.
 #include <cstdio>
-#include <filesystem>
 
 #include "autograd/graph.h"
 #include "train/checkpoint.h"
@@ -13,25 +12,7 @@
 namespace gradlab::cli {
 namespace {
 
-namespace fs = std::filesystem;
 namespace po = boost::program_options;
-
-// Why --out may not be written, or "": an existing file is replaced only with --overwrite, and
-// a checkpoint (the one read, or any other) never.
-std::string refuse_output(const CheckpointArgs& a) {
-  std::error_code error;
-  if (!fs::exists(a.out, error)) return "";
-  const std::string out = "--out " + a.out;
-  if (fs::equivalent(a.out, a.checkpoint, error)) return out + " is the checkpoint being read";
-  if (!fs::is_regular_file(a.out, error)) return out + " exists and is not a regular file";
-  try {
-    train::read_checkpoint_config(a.out);
-    return out + " is a checkpoint; write the attention weights to a file of their own";
-  } catch (const CheckpointError&) {
-    // not a checkpoint (an earlier attention file, say)
-  }
-  return a.overwrite ? "" : out + " already exists; pass --overwrite to replace it";
-}
 
 constexpr const char* kAttentionCaption =
     "gradlab attention: attention weights of every layer and head for one prompt\nOptions";
@@ -42,7 +23,7 @@ int parse_attention_options(const std::vector<std::string>& args, CheckpointArgs
       "overwrite", po::bool_switch(&a.overwrite),
       "replace --out if it exists (never a checkpoint)");
   if (const int code = parse_with_checkpoint("attention", args, a); code >= 0) return code;
-  if (const std::string refusal = refuse_output(a); !refusal.empty()) {
+  if (const std::string refusal = refuse_output(a, "the attention weights"); !refusal.empty()) {
     return usage_error("attention", refusal, a.options);
   }
   return -1;
@@ -60,17 +41,9 @@ int run_attention(const std::vector<std::string>& args) {
   if (const int code = parse_attention_options(args, a); code >= 0) return code;
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("attention", a, loaded); code >= 0) return code;
-  const PromptedRun& run = *loaded;
-  // The model reads the prompt, the separator and its own greedy answer, as in training.
-  nn::SequenceModel& model = *run.loaded.model;
-  const std::vector<int64_t> answer =
-      model.greedy_decode(run.prompt, run.separator, run.answer_length);
-  std::vector<int64_t> sample = run.prompt;
-  sample.push_back(run.separator);
-  sample.insert(sample.end(), answer.begin(), answer.end());
-  const nn::SequenceBatch batch =
-      model.make_batch(Indices({1, static_cast<int64_t>(sample.size())}, sample),
-                       static_cast<int64_t>(run.prompt.size()));
+  nn::SequenceModel& model = *loaded->loaded.model;
+  std::vector<int64_t> answer;
+  const nn::SequenceBatch batch = answered_batch(*loaded, answer);
   nn::AttentionMaps maps;
   {
     NoGradGuard no_grad;

@@ -17,7 +17,8 @@ namespace {
 namespace po = boost::program_options;
 
 // Parses the flags into only and seed; returns -1 to go on or an exit code.
-int parse_gradcheck_options(const std::vector<std::string>& args, std::string& only, uint64_t& seed) {
+int parse_gradcheck_options(const std::vector<std::string>& args, std::string& only,
+                            uint64_t& seed) {
   po::options_description options(
       "gradlab gradcheck: compare analytic gradients with central "
       "differences in float64\nOptions");

@@ -188,9 +188,9 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
   return -1;
 }
 
-// parse_train_options() on every process of a group: each parses the same command line (a file may still be
-// missing on one host only), the output of each is held back, and only the first process that
-// stopped, rank 0 before the others, prints its own. Every process returns the same code.
+// parse_train_options() on every process of a group: each parses the same command line (a file may
+// still be missing on one host only), the output of each is held back, and only the first process
+// that stopped, rank 0 before the others, prints its own. Every process returns the same code.
 int parse_in_group(const std::vector<std::string>& args, Options& opts, ProcessGroup& group) {
   if (group.size() == 1) return parse_train_options(args, opts);
   std::ostringstream out, err;

@@ -19,6 +19,8 @@ int run_predict(const std::vector<std::string>& args);
 int run_attention(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 int run_sample(const std::vector<std::string>& args);
+int run_hooks(const std::vector<std::string>& args);
+int run_activations(const std::vector<std::string>& args);
 
 // The same command lines, parsed and validated exactly as run_<command> does before it starts
 // its work, and no further (for the command-line fuzzer): returns the exit code run_<command>
@@ -35,5 +37,7 @@ int parse_predict(const std::vector<std::string>& args);
 int parse_attention(const std::vector<std::string>& args);
 int parse_inspect(const std::vector<std::string>& args);
 int parse_sample(const std::vector<std::string>& args);
+int parse_hooks(const std::vector<std::string>& args);
+int parse_activations(const std::vector<std::string>& args);
 
 }  // namespace gradlab::cli

@@ -1,7 +1,9 @@
-// Writing attention weights to HDF5.
+// Writing attention weights and activations to HDF5.
 #include "train/io/attention_file.h"
 
 #include <H5Cpp.h>
+
+#include <algorithm>
 
 #include "autograd/error.h"
 #include "train/io/atomic_file.h"
@@ -39,6 +41,49 @@ void write_layers(H5::H5File& file, const std::string& prefix, const std::vector
   }
 }
 
+// The tokens the model read: /inputs, /answer and, for the encoder-decoder, /source.
+void write_tokens(H5::H5File& file, const nn::SequenceBatch& batch,
+                  const std::vector<int64_t>& answer) {
+  write_ints(file, "inputs", batch.inputs.values, false);
+  write_ints(file, "answer", answer, false);
+  if (!batch.source.shape.empty()) write_ints(file, "source", batch.source.values, false);
+}
+
+void write_activations(const std::string& path, const std::string& temp,
+                       const nn::SequenceBatch& batch, const std::vector<int64_t>& answer,
+                       const nn::ActivationCache& cache,
+                       const std::vector<nn::HookPointInfo>& points) {
+  try {
+    H5::Exception::dontPrint();
+    H5::H5File file(temp, H5F_ACC_TRUNC);
+    write_tokens(file, batch, answer);
+    for (const std::string& name : cache.names()) {
+      const Tensor value = cache.at(name).to(DType::Float32);
+      const std::string point = name.ends_with("_grad") ? name.substr(0, name.size() - 5) : name;
+      std::string letters;
+      for (const nn::HookPointInfo& info : points) {
+        if (info.name == point) letters = info.letters;
+      }
+      // Points of every sequence ([B, T, C]) lose their batch axis of 1; positions ([T, C]) have
+      // none.
+      const bool batched = letters.rfind("[B, ", 0) == 0;
+      if (batched) letters = "[" + letters.substr(4);
+      std::vector<hsize_t> dims;
+      for (int64_t axis = batched ? 1 : 0; axis < value.rank(); ++axis) {
+        dims.push_back(static_cast<hsize_t>(value.size(axis)));
+      }
+      H5::DataSet set =
+          file.createDataSet(name, H5::PredType::NATIVE_FLOAT,
+                             H5::DataSpace(static_cast<int>(dims.size()), dims.data()));
+      set.write(value.data<float>(), H5::PredType::NATIVE_FLOAT);
+      const H5::StrType type(H5::PredType::C_S1, std::max<size_t>(1, letters.size()));
+      set.createAttribute("letters", type, H5::DataSpace()).write(type, letters);
+    }
+  } catch (const H5::Exception& e) {
+    throw FileError(path + ": cannot write activations: " + e.getDetailMsg());
+  }
+}
+
 // Writes the file's contents into temp; errors name path, the file the user asked for.
 void write_attention_layers(const std::string& path, const std::string& temp,
                             const nn::SequenceBatch& batch, const std::vector<int64_t>& answer,
@@ -48,10 +93,8 @@ void write_attention_layers(const std::string& path, const std::string& temp,
     H5::H5File file(temp, H5F_ACC_TRUNC);
     const std::vector<int64_t>& inputs = batch.inputs.values;
     const std::vector<int64_t>& source = batch.source.values;
-    write_ints(file, "inputs", inputs, false);
-    write_ints(file, "answer", answer, false);
+    write_tokens(file, batch, answer);
     const bool encoder_decoder = !batch.source.shape.empty();
-    if (encoder_decoder) write_ints(file, "source", source, false);
     write_layers(file, "encoder_layer_", maps.encoder_self, source, source);
     write_layers(file, encoder_decoder ? "decoder_layer_" : "layer_", maps.decoder_self, inputs,
                  inputs);
@@ -67,6 +110,14 @@ void write_attention_file(const std::string& path, const nn::SequenceBatch& batc
                           const std::vector<int64_t>& answer, const nn::AttentionMaps& maps) {
   replace_file(path, [&](const std::string& temp) {
     write_attention_layers(path, temp, batch, answer, maps);
+  });
+}
+
+void write_activation_file(const std::string& path, const nn::SequenceBatch& batch,
+                           const std::vector<int64_t>& answer, const nn::ActivationCache& cache,
+                           const std::vector<nn::HookPointInfo>& points) {
+  replace_file(path, [&](const std::string& temp) {
+    write_activations(path, temp, batch, answer, cache, points);
   });
 }
 

@@ -7,11 +7,17 @@
 //                          decoder_cross_layer_<i> (decoder queries over the encoder's keys)
 //   each with int64 attributes query_tokens [Tq] and key_tokens [Tk] for labelling.
 // docs/attention-file.md documents the layout.
+//
+// And the file `gradlab activations` writes (docs/hooks.md): the same /inputs, /answer and
+// /source, and one float32 dataset per cached hook point, named as the point
+// ("blocks.0.attn.hook_pattern", "blocks.0.attn.hook_pattern_grad"), of the point's shape without
+// its batch axis of 1, with a string attribute `letters` ("[H, Tq, Tk]").
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "nn/hooks.h"
 #include "nn/sequence_model.h"
 
 namespace gradlab::train {
@@ -20,5 +26,11 @@ namespace gradlab::train {
 // FileError naming the file if it cannot be written.
 void write_attention_file(const std::string& path, const nn::SequenceBatch& batch,
                           const std::vector<int64_t>& answer, const nn::AttentionMaps& maps);
+
+// Writes the cache of a batch of one sequence; letters maps a point's name to its letters
+// (hook_points). Throws FileError naming the file if it cannot be written.
+void write_activation_file(const std::string& path, const nn::SequenceBatch& batch,
+                           const std::vector<int64_t>& answer, const nn::ActivationCache& cache,
+                           const std::vector<nn::HookPointInfo>& points);
 
 }  // namespace gradlab::train

@@ -1,0 +1,183 @@
+// `gradlab hooks` and `gradlab activations` on decoder and encoder-decoder checkpoints: the
+// points listed, the HDF5 file (the same attention weights `gradlab attention` writes, gradients
+// of the shapes of their activations) and the errors.
+#include <H5Cpp.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "tests/cli_runner.h"
+#include "tests/test_helpers.h"
+
+namespace gradlab::testing {
+namespace test_hooks_cli {
+
+namespace fs = std::filesystem;
+
+// Copy task of length 3 with symbols 1..3: prompts "3 1 2".
+const std::vector<std::string> kModel = {"--length",
+                                         "3",
+                                         "--symbols",
+                                         "3",
+                                         "--d-model",
+                                         "16",
+                                         "--heads",
+                                         "4",
+                                         "--kv-heads",
+                                         "2",
+                                         "--d-ff",
+                                         "16",
+                                         "--batch-size",
+                                         "8",
+                                         "--eval-size",
+                                         "8",
+                                         "--steps",
+                                         "20",
+                                         "--target-exact-match",
+                                         "0"};
+
+class HooksCliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::make_unique<TempDir>();
+    for (const char* model : {"decoder", "seq2seq"}) {
+      const CommandResult r = run_gradlab(
+          with({"train", "--model", model, "--out", (dir_->path() / model).string()}, kModel));
+      ASSERT_EQ(r.exit_code, 0) << r.describe();
+    }
+  }
+  static void TearDownTestSuite() { dir_.reset(); }
+  static std::string checkpoint(const std::string& model) {
+    return (dir_->path() / model / "best.h5").string();
+  }
+  static std::unique_ptr<TempDir> dir_;
+};
+
+std::unique_ptr<TempDir> HooksCliTest::dir_;
+
+// A float32 dataset's values and shape.
+std::vector<float> read_floats(const H5::H5File& file, const std::string& name,
+                               std::vector<hsize_t>& dims) {
+  const H5::DataSet set = file.openDataSet(name);
+  const H5::DataSpace space = set.getSpace();
+  dims.assign(static_cast<size_t>(space.getSimpleExtentNdims()), 0);
+  space.getSimpleExtentDims(dims.data());
+  std::vector<float> values(static_cast<size_t>(space.getSimpleExtentNpoints()));
+  set.read(values.data(), H5::PredType::NATIVE_FLOAT);
+  return values;
+}
+
+std::string letters_of(const H5::H5File& file, const std::string& name) {
+  const H5::Attribute attribute = file.openDataSet(name).openAttribute("letters");
+  std::string letters;
+  attribute.read(attribute.getStrType(), letters);
+  return letters;
+}
+
+TEST_F(HooksCliTest, HooksListsThePointsWithTheirShapes) {
+  CommandResult r = run_gradlab({"hooks", "--checkpoint", checkpoint("decoder")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "36 hook points")) << r.out;
+  // H = 4, KV = 2, D = 4, F = 16, V = 5 (3 symbols, the separator and padding).
+  EXPECT_TRUE(contains(r.out, "blocks.1.attn.hook_k          [B, Tk, KV, D]   [B, Tk, 2, 4]"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "blocks.0.ffn.hook_post        [B, T, F]        [B, T, 16]"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "hook_logits")) << r.out;
+  r = run_gradlab({"hooks", "--checkpoint", checkpoint("seq2seq")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  for (const char* name : {"embed.hook_source_token", "encoder.1.attn.hook_pattern",
+                           "decoder.0.cross_attn.hook_k", "decoder.1.hook_resid_mid_cross"}) {
+    EXPECT_TRUE(contains(r.out, name)) << name << "\n" << r.out;
+  }
+}
+
+TEST_F(HooksCliTest, ActivationsHoldTheWeightsTheAttentionCommandWrites) {
+  TempDir tmp;
+  for (const std::string model : {"decoder", "seq2seq"}) {
+    SCOPED_TRACE(model);
+    const std::string activations = tmp.file(model + "-activations.h5");
+    const std::string attention = tmp.file(model + "-attention.h5");
+    CommandResult r = run_gradlab({"activations", "--checkpoint", checkpoint(model), "--input",
+                                   "3 1 2", "--names", "*hook_pattern", "--out", activations});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    r = run_gradlab(
+        {"attention", "--checkpoint", checkpoint(model), "--input", "3 1 2", "--out", attention});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    H5::Exception::dontPrint();
+    const H5::H5File ours(activations, H5F_ACC_RDONLY), theirs(attention, H5F_ACC_RDONLY);
+    const bool seq2seq = model == "seq2seq";
+    const std::vector<std::pair<std::string, std::string>> pairs =
+        seq2seq ? std::vector<std::pair<std::string, std::string>>{{"encoder.1.attn.hook_pattern",
+                                                                    "encoder_layer_1"},
+                                                                   {"decoder.0.attn.hook_pattern",
+                                                                    "decoder_layer_0"},
+                                                                   {"decoder.1.cross_attn.hook_"
+                                                                    "pattern",
+                                                                    "decoder_cross_layer_1"}}
+                : std::vector<std::pair<std::string, std::string>>{
+                      {"blocks.0.attn.hook_pattern", "layer_0"},
+                      {"blocks.1.attn.hook_pattern", "layer_1"}};
+    for (const auto& [point, layer] : pairs) {
+      std::vector<hsize_t> ours_dims, theirs_dims;
+      const std::vector<float> a = read_floats(ours, point, ours_dims);
+      const std::vector<float> b = read_floats(theirs, layer, theirs_dims);
+      ASSERT_EQ(ours_dims, theirs_dims) << point;
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6) << point << " at " << i;
+      EXPECT_EQ(letters_of(ours, point), "[H, Tq, Tk]");
+    }
+    EXPECT_TRUE(ours.nameExists("inputs"));
+    EXPECT_EQ(ours.nameExists("source"), seq2seq);
+    EXPECT_FALSE(ours.nameExists("hook_logits"));
+  }
+}
+
+TEST_F(HooksCliTest, GradientsHaveTheShapesOfTheirActivations) {
+  TempDir tmp;
+  const std::string out = tmp.file("gradients.h5");
+  const CommandResult r = run_gradlab({"activations", "--checkpoint", checkpoint("decoder"),
+                                       "--input", "3 1 2", "--names", "blocks.1.hook_resid_mid",
+                                       "embed.hook_position", "--gradients", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "wrote 4 activations")) << r.out;
+  H5::Exception::dontPrint();
+  const H5::H5File file(out, H5F_ACC_RDONLY);
+  for (const std::string name : {"blocks.1.hook_resid_mid", "embed.hook_position"}) {
+    std::vector<hsize_t> dims, grad_dims;
+    read_floats(file, name, dims);
+    const std::vector<float> grad = read_floats(file, name + "_grad", grad_dims);
+    EXPECT_EQ(dims, grad_dims) << name;
+    // T = 3 + 1 + 3 - 1 = 6 decoder inputs, C = 16; positions have no batch axis either way.
+    EXPECT_EQ(dims, (std::vector<hsize_t>{6, 16})) << name;
+    double norm = 0;
+    for (float g : grad) norm += static_cast<double>(g) * g;
+    EXPECT_GT(norm, 0.0) << name;
+  }
+  EXPECT_EQ(letters_of(file, "embed.hook_position"), "[T, C]");
+}
+
+TEST_F(HooksCliTest, BadNamesAndOutputsAreUsageErrors) {
+  TempDir tmp;
+  CommandResult r =
+      run_gradlab({"activations", "--checkpoint", checkpoint("decoder"), "--input", "3 1 2",
+                   "--names", "blocks.0.attn.hook_patern", "--out", tmp.file("never.h5")});
+  expect_usage_error(
+      r, "activations",
+      {"'blocks.0.attn.hook_patern' matches no hook point", "closest: blocks.0.attn.hook_pattern"});
+  EXPECT_FALSE(fs::exists(tmp.file("never.h5")));
+  r = run_gradlab({"activations", "--checkpoint", checkpoint("decoder"), "--input", "3 1 2",
+                   "--out", checkpoint("seq2seq")});
+  expect_usage_error(r, "activations", {"is a checkpoint", "the activations"});
+  r = run_gradlab({"hooks"});
+  expect_usage_error(r, "hooks", "--checkpoint");
+  for (const char* command : {"hooks", "activations"}) {
+    r = run_gradlab({command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(contains(r.out, std::string("gradlab ") + command)) << r.out;
+  }
+}
+
+}  // namespace test_hooks_cli
+}  // namespace gradlab::testing

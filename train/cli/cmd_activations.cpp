@@ -1,0 +1,92 @@
+// `gradlab activations`: the activations at the hook points of one prompt (and, on request,
+// the loss's gradients with respect to them), to HDF5: nn::run_with_cache from the command line.
+#include <algorithm>
+#include <cstdio>
+
+#include "autograd/error.h"
+#include "nn/hooks.h"
+#include "train/cli/checkpoint_args.h"
+#include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/io/attention_file.h"
+
+namespace gradlab::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kActivationsCaption =
+    "gradlab activations: the activations at a model's hook points for one prompt "
+    "(docs/hooks.md)\nOptions";
+
+struct ActivationsArgs {
+  CheckpointArgs checkpoint{kActivationsCaption};
+  std::vector<std::string> names;
+  bool gradients = false;
+};
+
+int parse_activations_options(const std::vector<std::string>& args, ActivationsArgs& a) {
+  CheckpointArgs& c = a.checkpoint;
+  c.options.add_options()("input", po::value(&c.input)->required(), kInputHelp)(
+      "names", po::value(&a.names)->multitoken(),
+      "hook points to keep: names or globs ('blocks.*.attn.hook_pattern'); default every point "
+      "(`gradlab hooks` lists them)")(
+      "gradients", po::bool_switch(&a.gradients),
+      "also keep <name>_grad, the gradient of the loss on the answer with respect to each")(
+      "out", po::value(&c.out)->required(), "output HDF5 file (a new one)")(
+      "overwrite", po::bool_switch(&c.overwrite),
+      "replace --out if it exists (never a checkpoint)");
+  if (const int code = parse_with_checkpoint("activations", args, c); code >= 0) return code;
+  if (const std::string refusal = refuse_output(c, "the activations"); !refusal.empty()) {
+    return usage_error("activations", refusal, c.options);
+  }
+  return -1;
+}
+
+}  // namespace
+
+int parse_activations(const std::vector<std::string>& args) {
+  ActivationsArgs a;
+  return parse_activations_options(args, a);
+}
+
+int run_activations(const std::vector<std::string>& args) {
+  ActivationsArgs a;
+  if (const int code = parse_activations_options(args, a); code >= 0) return code;
+  std::optional<PromptedRun> loaded;
+  if (const int code = load_prompted_run("activations", a.checkpoint, loaded); code >= 0) {
+    return code;
+  }
+  nn::SequenceModel& model = *loaded->loaded.model;
+  std::vector<int64_t> answer;
+  const nn::SequenceBatch batch = answered_batch(*loaded, answer);
+  const std::vector<nn::HookPointInfo> points = nn::hook_points(model, batch);
+  std::vector<std::string> patterns = a.names;
+  if (patterns.empty()) patterns.push_back("*");
+  for (const std::string& pattern : patterns) {
+    try {
+      nn::matching_points(points, pattern, "--names");
+    } catch (const ConfigError& e) {
+      return usage_error("activations", e.what(), a.checkpoint.options);
+    }
+  }
+  const nn::HookFilter filter(
+      [&](const std::string& name) {
+        return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
+          return nn::HookFilter(pattern).matches(name);
+        });
+      },
+      "--names");
+  nn::ActivationCache cache;
+  {
+    nn::EvalScope eval(model);
+    cache =
+        nn::run_with_cache(model, batch, filter, {.gradients = a.gradients, .logits = a.gradients});
+  }
+  train::write_activation_file(a.checkpoint.out, batch, answer, cache, points);
+  std::printf("wrote %zu activations (%.1f kB) to %s\n", cache.names().size(),
+              static_cast<double>(cache.bytes()) / 1e3, a.checkpoint.out.c_str());
+  return kExitOk;
+}
+
+}  // namespace gradlab::cli

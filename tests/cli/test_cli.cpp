@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/cli_runner.h"
+#include "tests/h5_reading.h"
 #include "train/checkpoint.h"
 
 namespace gradlab::train {
@@ -29,6 +30,7 @@ using testing::with;
 
 namespace fs = std::filesystem;
 using testing::CommandResult;
+using testing::read_floats;
 using testing::read_text;
 using testing::run_gradlab;
 using testing::RunOptions;
@@ -302,20 +304,6 @@ TEST_F(CliCheckpointTest, InspectPrintsConfigAndParameterTable) {
   }
 }
 
-// Reads one float32 dataset of the attention file, with its shape.
-std::vector<float> read_weights(const H5::H5File& file, const std::string& name,
-                                std::vector<hsize_t>& dims) {
-  const H5::DataSet set = file.openDataSet(name);
-  const H5::DataSpace space = set.getSpace();
-  dims.assign(static_cast<size_t>(space.getSimpleExtentNdims()), 0);
-  space.getSimpleExtentDims(dims.data());
-  size_t count = 1;
-  for (hsize_t d : dims) count *= d;
-  std::vector<float> values(count);
-  set.read(values.data(), H5::PredType::NATIVE_FLOAT);
-  return values;
-}
-
 // A 1-D int64 dataset or attribute.
 template <class Source>
 std::vector<int64_t> read_ints(const Source& source) {
@@ -333,7 +321,7 @@ void expect_attention(const H5::H5File& file, const std::string& name, hsize_t h
                       hsize_t length, bool causal) {
   SCOPED_TRACE(name);
   std::vector<hsize_t> dims;
-  const std::vector<float> w = read_weights(file, name, dims);
+  const std::vector<float> w = read_floats(file, name, dims);
   ASSERT_EQ(dims, (std::vector<hsize_t>{heads, length, length}));
   for (hsize_t h = 0; h < heads; ++h) {
     for (hsize_t q = 0; q < length; ++q) {

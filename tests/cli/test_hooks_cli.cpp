@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "tests/cli_runner.h"
+#include "tests/h5_reading.h"
 #include "tests/test_helpers.h"
 
 namespace gradlab::testing {
@@ -56,18 +57,6 @@ class HooksCliTest : public ::testing::Test {
 };
 
 std::unique_ptr<TempDir> HooksCliTest::dir_;
-
-// A float32 dataset's values and shape.
-std::vector<float> read_floats(const H5::H5File& file, const std::string& name,
-                               std::vector<hsize_t>& dims) {
-  const H5::DataSet set = file.openDataSet(name);
-  const H5::DataSpace space = set.getSpace();
-  dims.assign(static_cast<size_t>(space.getSimpleExtentNdims()), 0);
-  space.getSimpleExtentDims(dims.data());
-  std::vector<float> values(static_cast<size_t>(space.getSimpleExtentNpoints()));
-  set.read(values.data(), H5::PredType::NATIVE_FLOAT);
-  return values;
-}
 
 std::string letters_of(const H5::H5File& file, const std::string& name) {
   const H5::Attribute attribute = file.openDataSet(name).openAttribute("letters");

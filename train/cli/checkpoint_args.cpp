@@ -60,6 +60,24 @@ std::string read_raw_ids(PromptedRun& run) {
   return "";
 }
 
+// Why a.out may not be written, or "".
+std::string refuse_output(const CheckpointArgs& a, const std::string& contents) {
+  std::error_code error;
+  if (!std::filesystem::exists(a.out, error)) return "";
+  const std::string out = "--out " + a.out;
+  if (std::filesystem::equivalent(a.out, a.checkpoint, error))
+    return out + " is the checkpoint being read";
+  if (!std::filesystem::is_regular_file(a.out, error))
+    return out + " exists and is not a regular file";
+  try {
+    train::read_checkpoint_config(a.out);
+    return out + " is a checkpoint; write " + contents + " to a file of their own";
+  } catch (const CheckpointError&) {
+    // not a checkpoint (an earlier attention file, say)
+  }
+  return a.overwrite ? "" : out + " already exists; pass --overwrite to replace it";
+}
+
 }  // namespace
 
 const char* const kInputHelp =
@@ -113,21 +131,16 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
   return -1;
 }
 
-std::string refuse_output(const CheckpointArgs& a, const std::string& contents) {
-  std::error_code error;
-  if (!std::filesystem::exists(a.out, error)) return "";
-  const std::string out = "--out " + a.out;
-  if (std::filesystem::equivalent(a.out, a.checkpoint, error))
-    return out + " is the checkpoint being read";
-  if (!std::filesystem::is_regular_file(a.out, error))
-    return out + " exists and is not a regular file";
-  try {
-    train::read_checkpoint_config(a.out);
-    return out + " is a checkpoint; write " + contents + " to a file of their own";
-  } catch (const CheckpointError&) {
-    // not a checkpoint (an earlier attention file, say)
+int parse_with_output(const std::string& command, const std::vector<std::string>& args,
+                      CheckpointArgs& a, const std::string& contents) {
+  a.options.add_options()("out", po::value(&a.out)->required(), "output HDF5 file (a new one)")(
+      "overwrite", po::bool_switch(&a.overwrite),
+      "replace --out if it exists (never a checkpoint)");
+  if (const int code = parse_with_checkpoint(command, args, a); code >= 0) return code;
+  if (const std::string refusal = refuse_output(a, contents); !refusal.empty()) {
+    return usage_error(command, refusal, a.options);
   }
-  return a.overwrite ? "" : out + " already exists; pass --overwrite to replace it";
+  return -1;
 }
 
 nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer) {

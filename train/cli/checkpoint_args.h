@@ -54,9 +54,11 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
 // own greedy answer (returned in `answer`), teacher forced as in training.
 nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer);
 
-// Why a.out may not be written, or "": an existing file is replaced only with --overwrite, and
-// a checkpoint (the one read, or any other) never; contents names what the command writes.
-std::string refuse_output(const CheckpointArgs& a, const std::string& contents);
+// parse_with_checkpoint for a command that writes an HDF5 file: adds --out and --overwrite,
+// and refuses an --out that may not be written (an existing file is replaced only with
+// --overwrite, a checkpoint never; contents names what the command writes in the message).
+int parse_with_output(const std::string& command, const std::vector<std::string>& args,
+                      CheckpointArgs& a, const std::string& contents);
 
 // "3 1 4 1 5"
 std::string join(const std::vector<int64_t>& tokens);

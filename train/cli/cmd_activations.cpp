@@ -32,15 +32,8 @@ int parse_activations_options(const std::vector<std::string>& args, ActivationsA
       "hook points to keep: names or globs ('blocks.*.attn.hook_pattern'); default every point "
       "(`gradlab hooks` lists them)")(
       "gradients", po::bool_switch(&a.gradients),
-      "also keep <name>_grad, the gradient of the loss on the answer with respect to each")(
-      "out", po::value(&c.out)->required(), "output HDF5 file (a new one)")(
-      "overwrite", po::bool_switch(&c.overwrite),
-      "replace --out if it exists (never a checkpoint)");
-  if (const int code = parse_with_checkpoint("activations", args, c); code >= 0) return code;
-  if (const std::string refusal = refuse_output(c, "the activations"); !refusal.empty()) {
-    return usage_error("activations", refusal, c.options);
-  }
-  return -1;
+      "also keep <name>_grad, the gradient of the loss on the answer with respect to each");
+  return parse_with_output("activations", args, c, "the activations");
 }
 
 }  // namespace

@@ -18,15 +18,8 @@ constexpr const char* kAttentionCaption =
     "gradlab attention: attention weights of every layer and head for one prompt\nOptions";
 
 int parse_attention_options(const std::vector<std::string>& args, CheckpointArgs& a) {
-  a.options.add_options()("input", po::value(&a.input)->required(), kInputHelp)(
-      "out", po::value(&a.out)->required(), "output HDF5 file (a new one)")(
-      "overwrite", po::bool_switch(&a.overwrite),
-      "replace --out if it exists (never a checkpoint)");
-  if (const int code = parse_with_checkpoint("attention", args, a); code >= 0) return code;
-  if (const std::string refusal = refuse_output(a, "the attention weights"); !refusal.empty()) {
-    return usage_error("attention", refusal, a.options);
-  }
-  return -1;
+  a.options.add_options()("input", po::value(&a.input)->required(), kInputHelp);
+  return parse_with_output("attention", args, a, "the attention weights");
 }
 
 }  // namespace

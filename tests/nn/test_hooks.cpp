@@ -109,6 +109,7 @@ TEST(HookPoints, EncoderDecoderNamesItsStacksAndCrossAttention) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
   for (const HookPointInfo& point : points) {
+    EXPECT_FALSE(point.letters.empty()) << point.name << " has no row in the letters table";
     if (point.name == "decoder.0.cross_attn.hook_pattern") {
       EXPECT_EQ(point.shape, (Shape{1, 3, 3, 2}));  // [B, H, Tq = T, Tk = S]
     }
@@ -276,8 +277,10 @@ TEST(RunWithHooks, PatchedRunsBackpropagate) {
 // d loss / d activation from the cache against central differences of the loss with the
 // activation shifted by a hook, element by element (float64).
 TEST(ActivationCacheTest, GradientsMatchCentralDifferences) {
-  for (const char* point : {"blocks.1.hook_resid_mid", "blocks.0.attn.hook_pattern",
-                            "blocks.1.ffn.hook_post", "embed.hook_position"}) {
+  // hook_result also checks the backward of the per-head W_O path it switches on.
+  for (const char* point :
+       {"blocks.1.hook_resid_mid", "blocks.0.attn.hook_pattern", "blocks.1.attn.hook_result",
+        "blocks.1.ffn.hook_post", "embed.hook_position"}) {
     const auto model = small_model("decoder", DType::Float64, small_config(4, 2));
     const SequenceBatch batch = clean_batch(*model);
     const ActivationCache cache = run_with_cache(*model, batch, point, {.gradients = true});

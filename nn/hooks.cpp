@@ -286,6 +286,15 @@ std::vector<HookPointInfo> hook_points(const SequenceModel& model, const Sequenc
   return points;
 }
 
+HookScope::HookScope(const SequenceModel& model, const SequenceBatch& batch,
+                     std::vector<Hook> hooks)
+    : hooks_(std::move(hooks)) {
+  check_hooks(hook_points(model, batch), hooks_, "HookScope");
+  session_ = std::make_unique<HookSession>(model, hooks_);
+}
+
+HookScope::~HookScope() = default;
+
 Tensor run_with_hooks(const SequenceModel& model, const SequenceBatch& batch,
                       const std::vector<Hook>& hooks) {
   check_hooks(hook_points(model, batch), hooks, "run_with_hooks");

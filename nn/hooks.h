@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ namespace gradlab::nn {
 
 class SequenceModel;
 struct SequenceBatch;
+class HookSession;
 
 // Which points a hook or a cache reads: an exact name, a glob ('*' matches any run of
 // characters, dots included, '?' one character: "blocks.*.attn.hook_pattern", "*hook_z"), or a
@@ -80,6 +82,22 @@ std::vector<std::string> matching_points(const std::vector<HookPointInfo>& point
 // (naming the closest points), ShapeError for a replacement of another shape or dtype.
 Tensor run_with_hooks(const SequenceModel& model, const SequenceBatch& batch,
                       const std::vector<Hook>& hooks);
+
+// The hooks applied to every forward pass of model on the calling thread while the scope lives:
+// for code that runs the model itself, such as an evaluation over a held-out set
+// (train::Trainer::evaluate) with a head knocked out. Throws as run_with_hooks for a filter that
+// matches none of the points the model lists for batch. Scopes nest: the innermost applies.
+class HookScope {
+ public:
+  HookScope(const SequenceModel& model, const SequenceBatch& batch, std::vector<Hook> hooks);
+  ~HookScope();
+  HookScope(const HookScope&) = delete;
+  HookScope& operator=(const HookScope&) = delete;
+
+ private:
+  std::vector<Hook> hooks_;
+  std::unique_ptr<HookSession> session_;
+};
 
 struct CacheOptions {
   // Also cache "<name>_grad": the gradient of model.loss(batch) with respect to each cached

@@ -102,6 +102,8 @@ class Trainer {
   StepResult train_step();
   // Teacher-forced metrics on the fixed held-out set, in evaluation mode.
   Metrics evaluate();
+  // The held-out set evaluate() reads, whole (every process's share).
+  const nn::SequenceBatch& heldout() const { return heldout_; }
 
   double best_metric() const { return best_metric_; }
   int64_t best_step() const { return best_step_; }

@@ -63,7 +63,7 @@ std::string read_raw_ids(PromptedRun& run) {
 // Why a.out may not be written, or "".
 std::string refuse_output(const CheckpointArgs& a, const std::string& contents) {
   std::error_code error;
-  if (!std::filesystem::exists(a.out, error)) return "";
+  if (a.out.empty() || !std::filesystem::exists(a.out, error)) return "";
   const std::string out = "--out " + a.out;
   if (std::filesystem::equivalent(a.out, a.checkpoint, error))
     return out + " is the checkpoint being read";
@@ -97,7 +97,7 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
 }
 
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
-                      std::optional<PromptedRun>& loaded) {
+                      std::optional<PromptedRun>& loaded, const std::string& flag) {
   set_threads(static_cast<int>(a.threads));
   train::LoadedModel model = train::load_model(a.checkpoint);
   const bool raw = data::task_kind(model.config.task.name).own_data;
@@ -109,19 +109,19 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
   }
   const auto tokens = parse_tokens(a.input);
   if (!tokens) {
-    return usage_error(command, "--input: " + quote(a.input) + " is not a list of integers",
+    return usage_error(command, flag + ": " + quote(a.input) + " is not a list of integers",
                        a.options);
   }
   PromptedRun run{std::move(model), *tokens, 0, 0, std::nullopt};
   if (raw) {
     if (const std::string problem = read_raw_ids(run); !problem.empty()) {
-      return usage_error(command, "--input: " + problem, a.options);
+      return usage_error(command, flag + ": " + problem, a.options);
     }
   } else {
     try {
       sequence_task->validate_prompt(*tokens);
     } catch (const ConfigError& e) {
-      return usage_error(command, std::string("--input: ") + e.what(), a.options);
+      return usage_error(command, flag + ": " + e.what(), a.options);
     }
     run.separator = data::kSeparator;
     run.answer_length = sequence_task->answer_length();
@@ -132,10 +132,11 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
 }
 
 int parse_with_output(const std::string& command, const std::vector<std::string>& args,
-                      CheckpointArgs& a, const std::string& contents) {
-  a.options.add_options()("out", po::value(&a.out)->required(), "output HDF5 file (a new one)")(
-      "overwrite", po::bool_switch(&a.overwrite),
-      "replace --out if it exists (never a checkpoint)");
+                      CheckpointArgs& a, const std::string& contents, const OutputFlag& flag) {
+  auto* out = po::value(&a.out);
+  if (flag.required) out->required();
+  a.options.add_options()("out", out, flag.help)("overwrite", po::bool_switch(&a.overwrite),
+                                                 "replace --out if it exists (never a checkpoint)");
   if (const int code = parse_with_checkpoint(command, args, a); code >= 0) return code;
   if (const std::string refusal = refuse_output(a, contents); !refusal.empty()) {
     return usage_error(command, refusal, a.options);

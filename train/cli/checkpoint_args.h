@@ -46,19 +46,26 @@ struct PromptedRun {
 extern const char* const kInputHelp;
 
 // Sets the OpenMP threads, loads a.checkpoint's model and reads a.input into `loaded`; returns
-// -1 to go on, or the usage exit code after saying what is wrong with --input.
+// -1 to go on, or the usage exit code after saying what is wrong with the prompt, which came
+// from `flag`.
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
-                      std::optional<PromptedRun>& loaded);
+                      std::optional<PromptedRun>& loaded, const std::string& flag = "--input");
 
 // The batch of one sequence the model reads for run: the prompt, the separator and the model's
 // own greedy answer (returned in `answer`), teacher forced as in training.
 nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer);
 
-// parse_with_checkpoint for a command that writes an HDF5 file: adds --out and --overwrite,
-// and refuses an --out that may not be written (an existing file is replaced only with
+// The --out flag of a command that writes a file.
+struct OutputFlag {
+  const char* help = "output HDF5 file (a new one)";
+  bool required = true;  // else the command writes no file without it
+};
+
+// parse_with_checkpoint for a command that writes a file: adds --out and --overwrite, and
+// refuses an --out that may not be written (an existing file is replaced only with
 // --overwrite, a checkpoint never; contents names what the command writes in the message).
 int parse_with_output(const std::string& command, const std::vector<std::string>& args,
-                      CheckpointArgs& a, const std::string& contents);
+                      CheckpointArgs& a, const std::string& contents, const OutputFlag& flag = {});
 
 // "3 1 4 1 5"
 std::string join(const std::vector<int64_t>& tokens);

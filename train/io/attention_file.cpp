@@ -4,6 +4,7 @@
 #include <H5Cpp.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "autograd/error.h"
 #include "train/io/atomic_file.h"
@@ -104,7 +105,61 @@ void write_attention_layers(const std::string& path, const std::string& temp,
   }
 }
 
+// A 1-D dataset of fixed-length strings (h5py reads bytes).
+void write_strings(H5::H5File& file, const std::string& name,
+                   const std::vector<std::string>& values) {
+  size_t width = 1;
+  for (const std::string& value : values) width = std::max(width, value.size());
+  std::vector<char> packed(values.size() * width, '\0');
+  for (size_t i = 0; i < values.size(); ++i) values[i].copy(packed.data() + i * width, width);
+  const hsize_t size = values.size();
+  const H5::StrType type(H5::PredType::C_S1, width);
+  type.setStrpad(H5T_STR_NULLPAD);
+  file.createDataSet(name, type, H5::DataSpace(1, &size)).write(packed.data(), type);
+}
+
+void write_double_attribute(H5::H5File& file, const std::string& name, double value) {
+  file.createAttribute(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace())
+      .write(H5::PredType::NATIVE_DOUBLE, &value);
+}
+
+void write_patching(const std::string& path, const std::string& temp,
+                    const PatchingResults& results) {
+  try {
+    H5::Exception::dontPrint();
+    H5::H5File file(temp, H5F_ACC_TRUNC);
+    write_ints(file, "clean_inputs", results.clean.inputs.values, false);
+    write_ints(file, "corrupt_inputs", results.corrupt.inputs.values, false);
+    if (!results.clean.source.shape.empty()) {
+      write_ints(file, "clean_source", results.clean.source.values, false);
+      write_ints(file, "corrupt_source", results.corrupt.source.values, false);
+    }
+    write_ints(file, "clean_answer", results.clean_answer, false);
+    write_ints(file, "corrupt_answer", results.corrupt_answer, false);
+    write_strings(file, "rows", results.rows);
+    write_strings(file, "row_axes", results.row_axes);
+    size_t width = 1;
+    for (const auto& row : results.scores) width = std::max(width, row.size());
+    std::vector<double> scores(results.scores.size() * width,
+                               std::numeric_limits<double>::quiet_NaN());
+    for (size_t r = 0; r < results.scores.size(); ++r) {
+      std::copy(results.scores[r].begin(), results.scores[r].end(), scores.begin() + r * width);
+    }
+    const hsize_t dims[2] = {results.scores.size(), width};
+    file.createDataSet("scores", H5::PredType::NATIVE_DOUBLE, H5::DataSpace(2, dims))
+        .write(scores.data(), H5::PredType::NATIVE_DOUBLE);
+    write_double_attribute(file, "clean_logit_difference", results.clean_difference);
+    write_double_attribute(file, "corrupt_logit_difference", results.corrupt_difference);
+  } catch (const H5::Exception& e) {
+    throw FileError(path + ": cannot write the patching results: " + e.getDetailMsg());
+  }
+}
+
 }  // namespace
+
+void write_patching_file(const std::string& path, const PatchingResults& results) {
+  replace_file(path, [&](const std::string& temp) { write_patching(path, temp, results); });
+}
 
 void write_attention_file(const std::string& path, const nn::SequenceBatch& batch,
                           const std::vector<int64_t>& answer, const nn::AttentionMaps& maps) {

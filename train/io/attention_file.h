@@ -33,4 +33,22 @@ void write_activation_file(const std::string& path, const nn::SequenceBatch& bat
                            const std::vector<int64_t>& answer, const nn::ActivationCache& cache,
                            const std::vector<nn::HookPointInfo>& points);
 
+// What `gradlab patch` found (docs/hooks.md): per row (a point, or one head of it) the
+// normalised logit difference of the corrupted run with that part patched from the clean run, at
+// every position (one value per row without --per-position).
+struct PatchingResults {
+  nn::SequenceBatch clean, corrupt;
+  std::vector<int64_t> clean_answer, corrupt_answer;
+  std::vector<std::string> rows;      // "blocks.0.hook_resid_pre", "blocks.1.attn.hook_z head 2"
+  std::vector<std::string> row_axes;  // the position axis of each row: "T", "S", or "" (whole)
+  std::vector<std::vector<double>> scores;              // [rows][positions]
+  double clean_difference = 0, corrupt_difference = 0;  // the metric's 1 and 0
+};
+
+// Writes /clean_inputs, /corrupt_inputs [T] (and /clean_source, /corrupt_source [S]),
+// /clean_answer, /corrupt_answer, /rows (strings), /scores float64 [R, P] (P the longest row; NaN
+// past a row's end) and the attributes clean_logit_difference and corrupt_logit_difference.
+// Throws FileError naming the file if it cannot be written.
+void write_patching_file(const std::string& path, const PatchingResults& results);
+
 }  // namespace gradlab::train

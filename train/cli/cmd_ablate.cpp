@@ -1,0 +1,153 @@
+// `gradlab ablate`: every head of every layer, and every feed-forward sublayer, knocked out in
+// turn (train/ablation.h), scored on the held-out set against the intact model: a table of
+// layers by heads on stdout and, with --out, a CSV for scripts/plot_ablation.py.
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "autograd/kinds.h"
+#include "autograd/threads.h"
+#include "train/ablation.h"
+#include "train/cli/checkpoint_args.h"
+#include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/io/atomic_file.h"
+
+namespace gradlab::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kAblateCaption =
+    "gradlab ablate: the held-out loss and accuracy with each head and each feed-forward "
+    "sublayer knocked out in turn (docs/hooks.md)\nOptions";
+
+struct AblateArgs {
+  CheckpointArgs checkpoint{kAblateCaption};
+  std::string mode = "zero";
+  std::string data;
+};
+
+int parse_ablate_options(const std::vector<std::string>& args, AblateArgs& a) {
+  const std::string modes = "how a part is knocked out: " + names_of(train::ablation_modes()) +
+                            " (zero: its output set to zero; mean: to its mean over the held-out "
+                            "sequences, at each position)";
+  a.checkpoint.options.add_options()("mode", po::value(&a.mode)->default_value("zero"),
+                                     modes.c_str())(
+      "data", po::value(&a.data), "a language model: score on every token of this file instead");
+  const int code = parse_with_output(
+      "ablate", args, a.checkpoint, "the ablation table",
+      {.help = "also write the table as CSV to this (new) file", .required = false});
+  if (code >= 0) return code;
+  try {
+    row_named(train::ablation_modes(), a.mode, "ablation mode", "--mode: ");
+  } catch (const ConfigError& e) {
+    return usage_error("ablate", e.what(), a.checkpoint.options);
+  }
+  return -1;
+}
+
+// The row of the table a part belongs to: its attention ("blocks.1.attn"), or for a
+// feed-forward sublayer its block's self-attention ("blocks.1.hook_mlp_out" -> "blocks.1.attn").
+std::string table_row(const train::AblatedPart& part) {
+  const std::string module = part.point.substr(0, part.point.rfind('.'));
+  return part.head >= 0 ? module : module + ".attn";
+}
+
+// One table of layers by heads (and ffn) of metric, printed with the intact value.
+void print_table(const char* title, double intact, const train::AblationResults& results,
+                 double train::Metrics::*metric) {
+  std::vector<std::string> rows;
+  std::map<std::string, std::map<int64_t, double>> cells;  // row -> head (-1: ffn) -> value
+  int64_t heads = 0;
+  for (const train::AblatedPart& part : results.parts) {
+    const std::string row = table_row(part);
+    if (!cells.count(row)) rows.push_back(row);
+    cells[row][part.head] = part.metrics.*metric;
+    heads = std::max(heads, part.head + 1);
+  }
+  size_t width = 5;
+  for (const std::string& row : rows) width = std::max(width, row.size());
+  std::printf("\n%s with one part knocked out (the intact model: %.4f)\n%-*s", title, intact,
+              static_cast<int>(width), "");
+  for (int64_t head = 0; head < heads; ++head) {
+    std::printf("  %8s", ("head " + std::to_string(head)).c_str());
+  }
+  std::printf("  %8s\n", "ffn");
+  for (const std::string& row : rows) {
+    std::printf("%-*s", static_cast<int>(width), row.c_str());
+    for (int64_t head = 0; head <= heads; ++head) {
+      const auto cell = cells[row].find(head < heads ? head : -1);  // heads, then ffn
+      if (cell == cells[row].end()) {
+        std::printf("  %8s", "");
+      } else {
+        std::printf("  %8.4f", cell->second);
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+std::string csv(const train::AblationResults& results, const train::Metrics& intact) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "point,head,loss,token_accuracy,exact_match,loss_increase\n";
+  out << "intact,," << intact.loss << ',' << intact.token_accuracy << ',' << intact.exact_match
+      << ",0\n";
+  for (const train::AblatedPart& part : results.parts) {
+    const train::Metrics& m = part.metrics;
+    out << part.point << ',' << (part.head >= 0 ? std::to_string(part.head) : "") << ',' << m.loss
+        << ',' << m.token_accuracy << ',' << m.exact_match << ',' << m.loss - intact.loss << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace
+
+int parse_ablate(const std::vector<std::string>& args) {
+  AblateArgs a;
+  return parse_ablate_options(args, a);
+}
+
+int run_ablate(const std::vector<std::string>& args) {
+  AblateArgs a;
+  if (const int code = parse_ablate_options(args, a); code >= 0) return code;
+  set_threads(static_cast<int>(a.checkpoint.threads));
+  const train::LoadedRun run = train::load_run(a.checkpoint.checkpoint, a.data);
+  const std::unique_ptr<data::Task> task = train::make_task(run.config);
+  const train::AblationModeRow& mode =
+      row_named(train::ablation_modes(), a.mode, "ablation mode", "--mode: ");
+  const train::AblationResults results = train::ablate_each_part(*run.trainer, mode.id);
+  const train::Metrics& intact = results.intact;
+  const bool sequences = task->sequence_task() != nullptr;
+  std::printf("checkpoint %s (task %s, %lld held-out sequences); %s ablation: %s\n",
+              a.checkpoint.checkpoint.c_str(), task->name().c_str(),
+              static_cast<long long>(run.trainer->heldout().inputs.shape[0]), mode.name,
+              mode.description);
+  std::printf("intact model: loss %.6f, token accuracy %.4f", intact.loss, intact.token_accuracy);
+  if (sequences) std::printf(", exact match %.4f", intact.exact_match);
+  std::printf("\n");
+  print_table("held-out loss", intact.loss, results, &train::Metrics::loss);
+  print_table("token accuracy", intact.token_accuracy, results, &train::Metrics::token_accuracy);
+  if (sequences) {
+    print_table("exact match", intact.exact_match, results, &train::Metrics::exact_match);
+  }
+  const train::AblatedPart* most = nullptr;
+  for (const train::AblatedPart& part : results.parts) {
+    if (!most || part.metrics.loss > most->metrics.loss) most = &part;
+  }
+  if (most) {
+    const std::string label = most->head >= 0
+                                  ? table_row(*most) + " head " + std::to_string(most->head)
+                                  : most->point.substr(0, most->point.rfind('.')) + ".ffn";
+    std::printf("\nthe most important part: %s (loss %.4f -> %.4f)\n", label.c_str(), intact.loss,
+                most->metrics.loss);
+  }
+  if (!a.checkpoint.out.empty()) {
+    train::replace_file_text(a.checkpoint.out, csv(results, intact));
+    std::printf("wrote the table to %s\n", a.checkpoint.out.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace gradlab::cli

@@ -1,0 +1,203 @@
+// `gradlab patch`: activation patching. The corrupted prompt is run with one point (or one head
+// of it, or one position) taken from the clean prompt's run, and scored by how far that moves
+// the answer's logit difference back: 0 is the corrupted run, 1 the clean one.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "autograd/error.h"
+#include "nn/patching.h"
+#include "train/cli/checkpoint_args.h"
+#include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/io/attention_file.h"
+
+namespace gradlab::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kPatchCaption =
+    "gradlab patch: activation patching from a clean prompt's run into a corrupted one's "
+    "(docs/hooks.md)\nOptions";
+
+struct PatchArgs {
+  CheckpointArgs checkpoint{kPatchCaption};
+  std::string clean, corrupt;
+  std::vector<std::string> names;
+  bool per_position = false;
+};
+
+const std::vector<std::string> kDefaultNames = {"*hook_resid_pre", "*hook_attn_out",
+                                                "*hook_mlp_out"};
+
+int parse_patch_options(const std::vector<std::string>& args, PatchArgs& a) {
+  a.checkpoint.options.add_options()(
+      "clean", po::value(&a.clean)->required(),
+      "the clean prompt: tokens of the checkpoint's task (as --input of predict)")(
+      "corrupt", po::value(&a.corrupt)->required(),
+      "the corrupted prompt, of the same length, whose answer differs")(
+      "names", po::value(&a.names)->multitoken(),
+      "hook points to patch: names or globs; default '*hook_resid_pre' '*hook_attn_out' "
+      "'*hook_mlp_out'; a point with heads (hook_z, hook_q, ...) is patched head by head")(
+      "per-position", po::bool_switch(&a.per_position),
+      "patch one position at a time (a point's first position axis)");
+  return parse_with_output(
+      "patch", args, a.checkpoint, "the patching results",
+      {.help = "also write the results to this (new) HDF5 file", .required = false});
+}
+
+// The metric: at every answer position where the two answers differ, the logit of the clean
+// answer's token minus that of the corrupted answer's, summed.
+struct LogitDifference {
+  std::vector<int64_t> positions, clean_tokens, corrupt_tokens;
+
+  double operator()(const Tensor& logits) const {  // [1, T, V]
+    const Tensor values = logits.to(DType::Float64);
+    const double* v = values.data<double>();
+    const int64_t vocabulary = logits.size(2);
+    double total = 0;
+    for (size_t i = 0; i < positions.size(); ++i) {
+      const double* row = v + positions[i] * vocabulary;
+      total += row[clean_tokens[i]] - row[corrupt_tokens[i]];
+    }
+    return total;
+  }
+};
+
+LogitDifference logit_difference(const nn::SequenceBatch& clean, const nn::SequenceBatch& corrupt) {
+  LogitDifference metric;
+  for (size_t t = 0; t < clean.targets.values.size(); ++t) {
+    const int64_t a = clean.targets.values[t], b = corrupt.targets.values[t];
+    if (a == nn::kIgnoreTarget || b == nn::kIgnoreTarget || a == b) continue;
+    metric.positions.push_back(static_cast<int64_t>(t));
+    metric.clean_tokens.push_back(a);
+    metric.corrupt_tokens.push_back(b);
+  }
+  return metric;
+}
+
+std::string row_label(const nn::PatchSite& site) {
+  return site.point + (site.head >= 0 ? " head " + std::to_string(site.head) : "");
+}
+
+// The tokens along a row's position axis, for the table's header.
+const std::vector<int64_t>& axis_tokens(const std::string& axis, const nn::SequenceBatch& batch) {
+  return axis == "S" ? batch.source.values : batch.inputs.values;
+}
+
+void print_results(const train::PatchingResults& r) {
+  size_t width = 5;
+  for (const std::string& row : r.rows) width = std::max(width, row.size());
+  std::string header_axis = "-";
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    if (r.row_axes[i] != header_axis) {
+      header_axis = r.row_axes[i];
+      std::printf("%-*s", static_cast<int>(width), "");
+      if (header_axis.empty()) {
+        std::printf("  %7s", "all");
+      } else {
+        for (const int64_t token : axis_tokens(header_axis, r.corrupt)) {
+          std::printf("  %7s", (header_axis + ":" + std::to_string(token)).c_str());
+        }
+      }
+      std::printf("\n");
+    }
+    std::printf("%-*s", static_cast<int>(width), r.rows[i].c_str());
+    for (const double score : r.scores[i]) std::printf("  %7.3f", score);
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int parse_patch(const std::vector<std::string>& args) {
+  PatchArgs a;
+  return parse_patch_options(args, a);
+}
+
+int run_patch(const std::vector<std::string>& args) {
+  PatchArgs a;
+  if (const int code = parse_patch_options(args, a); code >= 0) return code;
+  CheckpointArgs& c = a.checkpoint;
+  std::optional<PromptedRun> clean_run, corrupt_run;
+  c.input = a.clean;
+  if (const int code = load_prompted_run("patch", c, clean_run, "--clean"); code >= 0) return code;
+  c.input = a.corrupt;
+  if (const int code = load_prompted_run("patch", c, corrupt_run, "--corrupt"); code >= 0) {
+    return code;
+  }
+  nn::SequenceModel& model = *clean_run->loaded.model;
+  train::PatchingResults results;
+  results.clean = answered_batch(*clean_run, results.clean_answer);
+  results.corrupt = answered_batch(*corrupt_run, results.corrupt_answer);
+  if (results.clean.inputs.shape != results.corrupt.inputs.shape ||
+      results.clean.source.shape != results.corrupt.source.shape) {
+    return usage_error("patch",
+                       "--clean has " + std::to_string(clean_run->prompt.size()) +
+                           " tokens and --corrupt " + std::to_string(corrupt_run->prompt.size()) +
+                           ": patching needs prompts of the same length",
+                       c.options);
+  }
+  const LogitDifference metric = logit_difference(results.clean, results.corrupt);
+  if (metric.positions.empty()) {
+    return usage_error("patch",
+                       "the model answers both prompts alike (" + join(results.clean_answer) +
+                           "): the corrupted prompt must change the answer",
+                       c.options);
+  }
+  const std::vector<nn::HookPointInfo> points = nn::hook_points(model, results.corrupt);
+  const std::vector<std::string> patterns = a.names.empty() ? kDefaultNames : a.names;
+  for (const std::string& pattern : patterns) {
+    try {
+      nn::matching_points(points, pattern, "--names");
+    } catch (const ConfigError& e) {
+      return usage_error("patch", e.what(), c.options);
+    }
+  }
+  const nn::HookFilter filter(
+      [&](const std::string& name) {
+        return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
+          return nn::HookFilter(pattern).matches(name);
+        });
+      },
+      "--names");
+  const std::vector<nn::PatchSite> sites = nn::patch_sites(points, filter, a.per_position);
+  nn::PatchedMetrics differences;
+  {
+    nn::EvalScope eval(model);
+    differences = nn::patch_each(model, results.clean, results.corrupt, sites, metric);
+  }
+  results.clean_difference = differences.clean;
+  results.corrupt_difference = differences.corrupt;
+  const double span = results.clean_difference - results.corrupt_difference;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const std::string label = row_label(sites[i]);
+    if (results.rows.empty() || results.rows.back() != label) {
+      const auto point = std::find_if(points.begin(), points.end(), [&](const auto& info) {
+        return info.name == sites[i].point;
+      });
+      results.rows.push_back(label);
+      results.row_axes.push_back(sites[i].position < 0              ? ""
+                                 : nn::positions_are_source(*point) ? "S"
+                                                                    : "T");
+      results.scores.emplace_back();
+    }
+    results.scores.back().push_back((differences.patched[i] - differences.corrupt) / span);
+  }
+  std::printf(
+      "clean %s -> %s; corrupted %s -> %s\nlogit difference (clean answer's logit minus the "
+      "corrupted answer's, summed over the %zu answer positions where they differ): clean %.4f, "
+      "corrupted %.4f\npatched from the clean run (0: the corrupted run, 1: the clean run):\n",
+      a.clean.c_str(), join(results.clean_answer).c_str(), a.corrupt.c_str(),
+      join(results.corrupt_answer).c_str(), metric.positions.size(), results.clean_difference,
+      results.corrupt_difference);
+  print_results(results);
+  if (!c.out.empty()) {
+    train::write_patching_file(c.out, results);
+    std::printf("wrote %zu rows to %s\n", results.rows.size(), c.out.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace gradlab::cli

@@ -81,9 +81,19 @@ std::string row_label(const nn::PatchSite& site) {
   return site.point + (site.head >= 0 ? " head " + std::to_string(site.head) : "");
 }
 
-// The tokens along a row's position axis, for the table's header.
-const std::vector<int64_t>& axis_tokens(const std::string& axis, const nn::SequenceBatch& batch) {
-  return axis == "S" ? batch.source.values : batch.inputs.values;
+// The header of the rows along one position axis: the token each position reads, "clean/corrupt"
+// where the two differ.
+std::vector<std::string> axis_header(const std::string& axis, const train::PatchingResults& r) {
+  const bool source = axis == "S";
+  const std::vector<int64_t>& clean = source ? r.clean.source.values : r.clean.inputs.values;
+  const std::vector<int64_t>& corrupt = source ? r.corrupt.source.values : r.corrupt.inputs.values;
+  std::vector<std::string> header;
+  for (size_t i = 0; i < clean.size(); ++i) {
+    header.push_back(clean[i] == corrupt[i]
+                         ? std::to_string(clean[i])
+                         : std::to_string(clean[i]) + "/" + std::to_string(corrupt[i]));
+  }
+  return header;
 }
 
 void print_results(const train::PatchingResults& r) {
@@ -93,12 +103,15 @@ void print_results(const train::PatchingResults& r) {
   for (size_t i = 0; i < r.rows.size(); ++i) {
     if (r.row_axes[i] != header_axis) {
       header_axis = r.row_axes[i];
-      std::printf("%-*s", static_cast<int>(width), "");
+      const std::string caption = header_axis.empty()  ? ""
+                                  : header_axis == "S" ? "source position reads:"
+                                                       : "position reads:";
+      std::printf("%-*s", static_cast<int>(width), caption.c_str());
       if (header_axis.empty()) {
         std::printf("  %7s", "all");
       } else {
-        for (const int64_t token : axis_tokens(header_axis, r.corrupt)) {
-          std::printf("  %7s", (header_axis + ":" + std::to_string(token)).c_str());
+        for (const std::string& token : axis_header(header_axis, r)) {
+          std::printf("  %7s", token.c_str());
         }
       }
       std::printf("\n");

@@ -260,6 +260,18 @@ std::vector<std::string> matching_points(const std::vector<HookPointInfo>& point
   return matched;
 }
 
+HookFilter any_of_points(const std::vector<HookPointInfo>& points,
+                         const std::vector<std::string>& patterns, const std::string& caller) {
+  for (const std::string& pattern : patterns) matching_points(points, pattern, caller);
+  return HookFilter(
+      [patterns](const std::string& name) {
+        return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
+          return HookFilter(pattern).matches(name);
+        });
+      },
+      caller);
+}
+
 namespace {
 
 void check_hooks(const std::vector<HookPointInfo>& points, const std::vector<Hook>& hooks,

@@ -77,6 +77,11 @@ std::vector<HookPointInfo> hook_points(const SequenceModel& model, const Sequenc
 std::vector<std::string> matching_points(const std::vector<HookPointInfo>& points,
                                          const HookFilter& filter, const std::string& caller);
 
+// One filter matching any of patterns (names or globs), each of which must match a point: throws
+// as matching_points (naming the pattern and the closest points) for one that matches none.
+HookFilter any_of_points(const std::vector<HookPointInfo>& points,
+                         const std::vector<std::string>& patterns, const std::string& caller);
+
 // Logits [B, T, V] of model on batch with the hooks applied, in their order, at every point
 // their filters match. Throws ConfigError for a filter that matches no point of the model
 // (naming the closest points), ShapeError for a replacement of another shape or dtype.

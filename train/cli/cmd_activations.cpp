@@ -2,6 +2,7 @@
 // the loss's gradients with respect to them), to HDF5: nn::run_with_cache from the command line.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "autograd/error.h"
 #include "nn/hooks.h"
@@ -56,25 +57,17 @@ int run_activations(const std::vector<std::string>& args) {
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, batch);
   std::vector<std::string> patterns = a.names;
   if (patterns.empty()) patterns.push_back("*");
-  for (const std::string& pattern : patterns) {
-    try {
-      nn::matching_points(points, pattern, "--names");
-    } catch (const ConfigError& e) {
-      return usage_error("activations", e.what(), a.checkpoint.options);
-    }
+  std::optional<nn::HookFilter> filter;
+  try {
+    filter = nn::any_of_points(points, patterns, "--names");
+  } catch (const ConfigError& e) {
+    return usage_error("activations", e.what(), a.checkpoint.options);
   }
-  const nn::HookFilter filter(
-      [&](const std::string& name) {
-        return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
-          return nn::HookFilter(pattern).matches(name);
-        });
-      },
-      "--names");
   nn::ActivationCache cache;
   {
     nn::EvalScope eval(model);
-    cache =
-        nn::run_with_cache(model, batch, filter, {.gradients = a.gradients, .logits = a.gradients});
+    cache = nn::run_with_cache(model, batch, *filter,
+                               {.gradients = a.gradients, .logits = a.gradients});
   }
   train::write_activation_file(a.checkpoint.out, batch, answer, cache, points);
   std::printf("wrote %zu activations (%.1f kB) to %s\n", cache.names().size(),

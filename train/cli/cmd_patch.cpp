@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "autograd/error.h"
 #include "nn/patching.h"
@@ -161,21 +162,13 @@ int run_patch(const std::vector<std::string>& args) {
   }
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, results.corrupt);
   const std::vector<std::string> patterns = a.names.empty() ? kDefaultNames : a.names;
-  for (const std::string& pattern : patterns) {
-    try {
-      nn::matching_points(points, pattern, "--names");
-    } catch (const ConfigError& e) {
-      return usage_error("patch", e.what(), c.options);
-    }
+  std::optional<nn::HookFilter> filter;
+  try {
+    filter = nn::any_of_points(points, patterns, "--names");
+  } catch (const ConfigError& e) {
+    return usage_error("patch", e.what(), c.options);
   }
-  const nn::HookFilter filter(
-      [&](const std::string& name) {
-        return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
-          return nn::HookFilter(pattern).matches(name);
-        });
-      },
-      "--names");
-  const std::vector<nn::PatchSite> sites = nn::patch_sites(points, filter, a.per_position);
+  const std::vector<nn::PatchSite> sites = nn::patch_sites(points, *filter, a.per_position);
   nn::PatchedMetrics differences;
   {
     nn::EvalScope eval(model);

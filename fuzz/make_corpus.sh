@@ -121,6 +121,7 @@ line train-help train --help
 line eval eval --checkpoint ck.h5 --threads 2
 line predict predict --checkpoint ck.h5 --input "1 2"
 line attention attention --checkpoint ck.h5 --input "1 2" --out w.h5
+line heads heads --checkpoint ck.h5 --length 2 --sequences 2 --out w.h5
 line inspect inspect ck.h5
 line explain explain
 line explain-shapes explain --shapes 2,5,8,4,2

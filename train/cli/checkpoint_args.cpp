@@ -132,11 +132,21 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
 }
 
 int parse_with_output(const std::string& command, const std::vector<std::string>& args,
-                      CheckpointArgs& a, const std::string& contents) {
-  a.options.add_options()("out", po::value(&a.out)->required(), "output HDF5 file (a new one)")(
+                      CheckpointArgs& a, const std::string& contents, OutputFile output) {
+  const bool required = output == OutputFile::required;
+  po::typed_value<std::string>* out = po::value(&a.out);
+  if (required) out->required();
+  a.options.add_options()(
+      "out", out,
+      required ? "output HDF5 file (a new one)" : "also write them to this HDF5 file (a new one)")(
       "overwrite", po::bool_switch(&a.overwrite),
       "replace --out if it exists (never a checkpoint)");
   if (const int code = parse_with_checkpoint(command, args, a); code >= 0) return code;
+  if (a.out.empty()) {
+    return a.overwrite
+               ? usage_error(command, "--overwrite replaces an --out; none is given", a.options)
+               : -1;
+  }
   if (const std::string refusal = refuse_output(a, contents); !refusal.empty()) {
     return usage_error(command, refusal, a.options);
   }

@@ -54,11 +54,16 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
 // own greedy answer (returned in `answer`), teacher forced as in training.
 nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer);
 
+// Whether a command must write its HDF5 file, or writes one only when --out is given.
+enum class OutputFile { required, optional };
+
 // parse_with_checkpoint for a command that writes an HDF5 file: adds --out and --overwrite,
 // and refuses an --out that may not be written (an existing file is replaced only with
-// --overwrite, a checkpoint never; contents names what the command writes in the message).
+// --overwrite, a checkpoint never; contents names what the command writes in the message), and
+// --overwrite without an --out.
 int parse_with_output(const std::string& command, const std::vector<std::string>& args,
-                      CheckpointArgs& a, const std::string& contents);
+                      CheckpointArgs& a, const std::string& contents,
+                      OutputFile output = OutputFile::required);
 
 // "3 1 4 1 5"
 std::string join(const std::vector<int64_t>& tokens);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/head_scores.h"
 #include "nn/hooks.h"
 #include "nn/sequence_model.h"
 
@@ -32,5 +33,11 @@ void write_attention_file(const std::string& path, const nn::SequenceBatch& batc
 void write_activation_file(const std::string& path, const nn::SequenceBatch& batch,
                            const std::vector<int64_t>& answer, const nn::ActivationCache& cache,
                            const std::vector<nn::HookPointInfo>& points);
+
+// Writes the scores of head_scores(model, options), options.length being the n they were
+// measured with (head_score_length). Throws ShapeError when the points' head counts differ (the
+// datasets are [L, H]), FileError naming the file if it cannot be written.
+void write_head_scores_file(const std::string& path, const std::vector<nn::LayerHeadScores>& scores,
+                            const nn::HeadScoreOptions& options);
 
 }  // namespace gradlab::train

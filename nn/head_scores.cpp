@@ -2,6 +2,7 @@
 // and three of each head's diagonals averaged.
 #include "nn/head_scores.h"
 
+#include <limits>
 #include <numeric>
 
 #include "autograd/error.h"
@@ -76,6 +77,12 @@ Indices head_score_tokens(const SequenceModel& model, const HeadScoreOptions& op
   if (options.sequences < 1) {
     throw ConfigError("head scores: " + std::to_string(options.sequences) +
                       " sequences; at least 1 is needed");
+  }
+  // Below this bound the allocation reports a count too large for the memory; above it, the
+  // count of tokens would overflow first.
+  if (options.sequences > std::numeric_limits<int64_t>::max() / (2 * n)) {
+    throw ConfigError("head scores: " + std::to_string(options.sequences) + " sequences of " +
+                      std::to_string(2 * n) + " tokens are more tokens than can be counted");
   }
   const int64_t vocab = model.config().vocab_size;
   const bool distinct = n <= vocab;

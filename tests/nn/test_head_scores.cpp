@@ -2,6 +2,7 @@
 // element, the exact scores of uniform attention, the tokens drawn, and the errors.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -182,6 +183,9 @@ TEST(HeadScores, BadLengthsAndSequencesAreConfigErrors) {
   EXPECT_TRUE(contains(message({.length = 1}), "length 1 is below 2")) << message({.length = 1});
   EXPECT_TRUE(contains(message({.length = -3}), "length -3")) << message({.length = -3});
   EXPECT_TRUE(contains(message({.sequences = 0}), "0 sequences")) << message({.sequences = 0});
+  const HeadScoreOptions overflowing{.sequences = std::numeric_limits<int64_t>::max()};
+  EXPECT_TRUE(contains(message(overflowing), "more tokens than can be counted"))
+      << message(overflowing);
   ModelConfig short_positions = unequal_config();
   short_positions.max_len = 3;
   const std::shared_ptr<SequenceModel> short_model =

@@ -1,7 +1,7 @@
 // gradlab in one include, for a program built on an installed gradlab: the tensor and its ops,
-// the thread setting, gradient checking, the layers and models, text generation, the tasks and
-// their data sources, and training (optimizers, checkpoints, train::fit, metrics.csv, run
-// directories and their claim, attention files). `#include <gradlab/gradlab.h>`; or include the
+// the thread setting, gradient checking, the layers and models, text generation, head scores,
+// the tasks and their data sources, and training (optimizers, checkpoints, train::fit, metrics.csv,
+// run directories and their claim, attention files). `#include <gradlab/gradlab.h>`; or include the
 // parts, e.g. <gradlab/autograd/tensor.h>, <gradlab/nn/attention.h>.
 //
 // Installed but deliberately left out, as gradlab's own machinery (a test checks that every
@@ -32,6 +32,7 @@
 #include "data/text_task.h"
 #include "nn/attention.h"
 #include "nn/generate.h"
+#include "nn/head_scores.h"
 #include "nn/hooks.h"
 #include "nn/initialisation.h"
 #include "nn/layers.h"

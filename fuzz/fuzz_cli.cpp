@@ -57,6 +57,7 @@ const std::map<std::string, Parser>& parsers() {
       {"inspect", parse_inspect},     {"sample", parse_sample},
       {"hooks", parse_hooks},         {"activations", parse_activations},
       {"ablate", parse_ablate},       {"patch", parse_patch},
+      {"heads", parse_heads},
   };
   return table;
 }

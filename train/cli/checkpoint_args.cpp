@@ -138,6 +138,11 @@ int parse_with_output(const std::string& command, const std::vector<std::string>
   a.options.add_options()("out", out, flag.help)("overwrite", po::bool_switch(&a.overwrite),
                                                  "replace --out if it exists (never a checkpoint)");
   if (const int code = parse_with_checkpoint(command, args, a); code >= 0) return code;
+  if (a.out.empty()) {
+    return a.overwrite
+               ? usage_error(command, "--overwrite replaces an --out; none is given", a.options)
+               : -1;
+  }
   if (const std::string refusal = refuse_output(a, contents); !refusal.empty()) {
     return usage_error(command, refusal, a.options);
   }

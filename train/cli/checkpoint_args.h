@@ -63,7 +63,8 @@ struct OutputFlag {
 
 // parse_with_checkpoint for a command that writes a file: adds --out and --overwrite, and
 // refuses an --out that may not be written (an existing file is replaced only with
-// --overwrite, a checkpoint never; contents names what the command writes in the message).
+// --overwrite, a checkpoint never; contents names what the command writes in the message), and
+// --overwrite without an --out.
 int parse_with_output(const std::string& command, const std::vector<std::string>& args,
                       CheckpointArgs& a, const std::string& contents, const OutputFlag& flag = {});
 

@@ -1,4 +1,4 @@
-// Writing attention weights and activations to HDF5.
+// Writing attention weights, activations and head scores to HDF5.
 #include "train/io/attention_file.h"
 
 #include <H5Cpp.h>
@@ -85,6 +85,58 @@ void write_activations(const std::string& path, const std::string& temp,
   }
 }
 
+// A 1-D dataset of fixed-length strings, null-padded to the longest, so that h5py reads them
+// without a global heap: f[name].asstr()[:].
+void write_strings(H5::H5File& file, const std::string& name,
+                   const std::vector<std::string>& values) {
+  size_t width = 1;
+  for (const std::string& value : values) width = std::max(width, value.size());
+  std::vector<char> packed(values.size() * width, '\0');
+  for (size_t i = 0; i < values.size(); ++i) values[i].copy(packed.data() + i * width, width);
+  const hsize_t size = values.size();
+  const H5::StrType type(H5::PredType::C_S1, width);
+  type.setStrpad(H5T_STR_NULLPAD);
+  file.createDataSet(name, type, H5::DataSpace(1, &size)).write(packed.data(), type);
+}
+
+// One score kind of every point: [L, H].
+void write_score_table(H5::H5File& file, const std::string& name,
+                       const std::vector<nn::LayerHeadScores>& scores,
+                       std::vector<double> nn::LayerHeadScores::*kind) {
+  std::vector<double> values;
+  for (const nn::LayerHeadScores& point : scores) {
+    values.insert(values.end(), (point.*kind).begin(), (point.*kind).end());
+  }
+  const hsize_t dims[2] = {scores.size(), scores.empty() ? 0 : (scores[0].*kind).size()};
+  file.createDataSet(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(2, dims))
+      .write(values.data(), H5::PredType::NATIVE_DOUBLE);
+}
+
+void write_scalar(H5::H5File& file, const std::string& name, const H5::PredType& type,
+                  const void* value) {
+  file.createAttribute(name, type, H5::DataSpace()).write(type, value);
+}
+
+void write_head_scores(const std::string& path, const std::string& temp,
+                       const std::vector<nn::LayerHeadScores>& scores,
+                       const nn::HeadScoreOptions& options) {
+  try {
+    H5::Exception::dontPrint();
+    H5::H5File file(temp, H5F_ACC_TRUNC);
+    write_score_table(file, "previous_token", scores, &nn::LayerHeadScores::previous_token);
+    write_score_table(file, "duplicate_token", scores, &nn::LayerHeadScores::duplicate_token);
+    write_score_table(file, "induction", scores, &nn::LayerHeadScores::induction);
+    std::vector<std::string> points;
+    for (const nn::LayerHeadScores& point : scores) points.push_back(point.point);
+    write_strings(file, "points", points);
+    write_scalar(file, "length", H5::PredType::NATIVE_INT64, &options.length);
+    write_scalar(file, "sequences", H5::PredType::NATIVE_INT64, &options.sequences);
+    write_scalar(file, "seed", H5::PredType::NATIVE_UINT64, &options.seed);
+  } catch (const H5::Exception& e) {
+    throw FileError(path + ": cannot write head scores: " + e.getDetailMsg());
+  }
+}
+
 // Writes the file's contents into temp; errors name path, the file the user asked for.
 void write_attention_layers(const std::string& path, const std::string& temp,
                             const nn::SequenceBatch& batch, const std::vector<int64_t>& answer,
@@ -103,24 +155,6 @@ void write_attention_layers(const std::string& path, const std::string& temp,
   } catch (const H5::Exception& e) {
     throw FileError(path + ": cannot write attention weights: " + e.getDetailMsg());
   }
-}
-
-// A 1-D dataset of fixed-length strings (h5py reads bytes).
-void write_strings(H5::H5File& file, const std::string& name,
-                   const std::vector<std::string>& values) {
-  size_t width = 1;
-  for (const std::string& value : values) width = std::max(width, value.size());
-  std::vector<char> packed(values.size() * width, '\0');
-  for (size_t i = 0; i < values.size(); ++i) values[i].copy(packed.data() + i * width, width);
-  const hsize_t size = values.size();
-  const H5::StrType type(H5::PredType::C_S1, width);
-  type.setStrpad(H5T_STR_NULLPAD);
-  file.createDataSet(name, type, H5::DataSpace(1, &size)).write(packed.data(), type);
-}
-
-void write_double_attribute(H5::H5File& file, const std::string& name, double value) {
-  file.createAttribute(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace())
-      .write(H5::PredType::NATIVE_DOUBLE, &value);
 }
 
 void write_patching(const std::string& path, const std::string& temp,
@@ -148,8 +182,10 @@ void write_patching(const std::string& path, const std::string& temp,
     const hsize_t dims[2] = {results.scores.size(), width};
     file.createDataSet("scores", H5::PredType::NATIVE_DOUBLE, H5::DataSpace(2, dims))
         .write(scores.data(), H5::PredType::NATIVE_DOUBLE);
-    write_double_attribute(file, "clean_logit_difference", results.clean_difference);
-    write_double_attribute(file, "corrupt_logit_difference", results.corrupt_difference);
+    write_scalar(file, "clean_logit_difference", H5::PredType::NATIVE_DOUBLE,
+                 &results.clean_difference);
+    write_scalar(file, "corrupt_logit_difference", H5::PredType::NATIVE_DOUBLE,
+                 &results.corrupt_difference);
   } catch (const H5::Exception& e) {
     throw FileError(path + ": cannot write the patching results: " + e.getDetailMsg());
   }
@@ -159,6 +195,20 @@ void write_patching(const std::string& path, const std::string& temp,
 
 void write_patching_file(const std::string& path, const PatchingResults& results) {
   replace_file(path, [&](const std::string& temp) { write_patching(path, temp, results); });
+}
+
+void write_head_scores_file(const std::string& path, const std::vector<nn::LayerHeadScores>& scores,
+                            const nn::HeadScoreOptions& options) {
+  for (const nn::LayerHeadScores& point : scores) {
+    if (point.induction.size() != scores[0].induction.size()) {
+      throw ShapeError(path + ": " + point.point + " has " +
+                       std::to_string(point.induction.size()) + " heads and " + scores[0].point +
+                       " " + std::to_string(scores[0].induction.size()) +
+                       "; the score tables are [points, heads]");
+    }
+  }
+  replace_file(path,
+               [&](const std::string& temp) { write_head_scores(path, temp, scores, options); });
 }
 
 void write_attention_file(const std::string& path, const nn::SequenceBatch& batch,

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/head_scores.h"
 #include "nn/hooks.h"
 #include "nn/sequence_model.h"
 
@@ -50,5 +51,10 @@ struct PatchingResults {
 // past a row's end) and the attributes clean_logit_difference and corrupt_logit_difference.
 // Throws FileError naming the file if it cannot be written.
 void write_patching_file(const std::string& path, const PatchingResults& results);
+// Writes the scores of head_scores(model, options), options.length being the n they were
+// measured with (head_score_length). Throws ShapeError when the points' head counts differ (the
+// datasets are [L, H]), FileError naming the file if it cannot be written.
+void write_head_scores_file(const std::string& path, const std::vector<nn::LayerHeadScores>& scores,
+                            const nn::HeadScoreOptions& options);
 
 }  // namespace gradlab::train

@@ -27,7 +27,8 @@ struct ActivationsArgs {
 
 int parse_activations_options(const std::vector<std::string>& args, ActivationsArgs& a) {
   CheckpointArgs& c = a.checkpoint;
-  c.options.add_options()("input", po::value(&c.input)->required(), kInputHelp)(
+  add_prompt_options(c);
+  c.options.add_options()(
       "names", po::value(&a.names)->multitoken(),
       "hook points to keep: names or globs ('blocks.*.attn.hook_pattern'); default every point "
       "(`gradlab hooks` lists them)")(

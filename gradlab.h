@@ -35,6 +35,7 @@
 #include "nn/hooks.h"
 #include "nn/initialisation.h"
 #include "nn/layers.h"
+#include "nn/logit_lens.h"
 #include "nn/models.h"
 #include "nn/module.h"
 #include "nn/sequence_model.h"

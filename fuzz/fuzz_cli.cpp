@@ -56,6 +56,7 @@ const std::map<std::string, Parser>& parsers() {
       {"predict", parse_predict},     {"attention", parse_attention},
       {"inspect", parse_inspect},     {"sample", parse_sample},
       {"hooks", parse_hooks},         {"activations", parse_activations},
+      {"lens", parse_lens},
   };
   return table;
 }

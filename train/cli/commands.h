@@ -21,6 +21,7 @@ int run_inspect(const std::vector<std::string>& args);
 int run_sample(const std::vector<std::string>& args);
 int run_hooks(const std::vector<std::string>& args);
 int run_activations(const std::vector<std::string>& args);
+int run_lens(const std::vector<std::string>& args);
 
 // The same command lines, parsed and validated exactly as run_<command> does before it starts
 // its work, and no further (for the command-line fuzzer): returns the exit code run_<command>
@@ -39,5 +40,6 @@ int parse_inspect(const std::vector<std::string>& args);
 int parse_sample(const std::vector<std::string>& args);
 int parse_hooks(const std::vector<std::string>& args);
 int parse_activations(const std::vector<std::string>& args);
+int parse_lens(const std::vector<std::string>& args);
 
 }  // namespace gradlab::cli

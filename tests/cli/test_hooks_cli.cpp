@@ -235,5 +235,25 @@ TEST_F(HooksCliTest, EachCheckpointTakesItsOwnPromptFlag) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+TEST_F(HooksCliTest, ACacheAboveMaxMemoryIsRefusedNamingNames) {
+  TempDir tmp;
+  const std::string out = tmp.file("never.h5");
+  const auto activations = [&](std::vector<std::string> args) {
+    return run_gradlab(with(
+        {"activations", "--checkpoint", checkpoint("decoder"), "--input", "3 1 2", "--out", out},
+        args));
+  };
+  // hook_logits [T = 6, V = 5] in float32: 120 bytes, 1.12e-07 GiB; twice that with gradients.
+  expect_usage_error(activations({"--names", "hook_logits", "--max-memory", "1e-9"}), "activations",
+                     {"the cache of --names needs about 1.12e-07 GiB",
+                      "above the limit of 1e-09 GiB", "(--max-memory)", "--names narrows it"});
+  expect_usage_error(activations({"--names", "hook_logits", "--gradients", "--max-memory", "1e-9"}),
+                     "activations", "needs about 2.24e-07 GiB");
+  expect_usage_error(activations({"--max-memory", "-1"}), "activations",
+                     "--max-memory must be a number of GiB >= 0");
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(activations({"--names", "hook_logits", "--max-memory", "1e-6"}).exit_code, 0);
+}
+
 }  // namespace test_hooks_cli
 }  // namespace gradlab::testing

@@ -80,11 +80,12 @@ Tokens to_ids(auto& code_points, const std::vector<uint32_t>& id_of) {
   }
 }
 
-// "'é' (U+00E9)": a character as a message shows it, readable even when it is invisible.
+// "'é' (U+00E9)", "'\n' (U+000A)": a character as a message shows it, readable even when it is
+// invisible, and on one line.
 std::string describe_character(char32_t c) {
   char code[16];
   std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(c));
-  return "'" + encode_utf8(c) + "' (" + code + ")";
+  return quote(encode_utf8(c)) + " (" + code + ")";
 }
 
 }  // namespace

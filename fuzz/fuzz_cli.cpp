@@ -58,6 +58,7 @@ const std::map<std::string, Parser>& parsers() {
       {"hooks", parse_hooks},         {"activations", parse_activations},
       {"ablate", parse_ablate},       {"patch", parse_patch},
       {"heads", parse_heads},
+      {"lens", parse_lens},
   };
   return table;
 }

@@ -31,9 +31,11 @@ void check_tokens(const char* model, const Indices& tokens) {
   }
 }
 
-// The logits [..., V] of h [..., C]: the head's own Linear, or with tied embeddings the token
-// embedding matrix itself (logits = h E^T, no bias).
-Tensor to_logits(const Tensor& h, const std::shared_ptr<Linear>& head, const Embedding& tokens) {
+// The logits [B, T, V] of residual [B, T, C]: ln_f, then the head's own Linear, or with tied
+// embeddings the token embedding matrix itself (logits = h E^T, no bias). Both models' unembed.
+Tensor ln_f_and_head(const Tensor& residual, const LayerNorm& ln_f,
+                     const std::shared_ptr<Linear>& head, const Embedding& tokens) {
+  const Tensor h = ln_f.forward(residual);
   return head ? head->forward(h) : linear(h, tokens.weight, Tensor());
 }
 
@@ -139,8 +141,7 @@ Tensor DecoderLM::forward(const Indices& tokens, AttentionMaps* maps) const {
   causal.causal = true;
   const Tensor x = embed->forward(tokens, embed->token_embedding->weight.dtype());  // [B, T, C]
   const Tensor h = run_blocks(blocks, x, causal, {}, maps ? &maps->decoder_self : nullptr, nullptr);
-  return hook_point(*this, "hook_logits",
-                    to_logits(ln_f->forward(h), head, *embed->token_embedding));  // [B, T, V]
+  return hook_point(*this, "hook_logits", unembed(h));  // [B, T, V]
 }
 
 Tensor DecoderLM::forward_incremental(const Indices& tokens, GenerationCache& cache) const {
@@ -151,7 +152,11 @@ Tensor DecoderLM::forward_incremental(const Indices& tokens, GenerationCache& ca
   Tensor h = x;
   for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_incremental(h, cache.blocks[i]);
   cache.length += tokens.shape[1];
-  return to_logits(ln_f->forward(h), head, *embed->token_embedding);  // [B, Tn, V]
+  return unembed(h);  // [B, Tn, V]
+}
+
+Tensor DecoderLM::unembed(const Tensor& residual) const {
+  return ln_f_and_head(residual, *ln_f, head, *embed->token_embedding);
 }
 
 Tensor DecoderLM::forward(const SequenceBatch& batch, AttentionMaps* maps) const {
@@ -198,13 +203,16 @@ Tensor EncoderDecoder::decode(const Tensor& memory, const Indices& target_in,
   const Tensor h =
       run_blocks(decoder_blocks, y, causal, memory, maps ? &maps->decoder_self : nullptr,
                  maps ? &maps->decoder_cross : nullptr);
-  return hook_point(*this, "hook_logits",
-                    to_logits(ln_f->forward(h), head, *embed->token_embedding));  // [B, T, V]
+  return hook_point(*this, "hook_logits", unembed(h));  // [B, T, V]
 }
 
 Tensor EncoderDecoder::forward(const Indices& source, const Indices& target_in,
                                AttentionMaps* maps) const {
   return decode(encode(source, maps), target_in, maps);
+}
+
+Tensor EncoderDecoder::unembed(const Tensor& residual) const {
+  return ln_f_and_head(residual, *ln_f, head, *embed->token_embedding);
 }
 
 SequenceBatch EncoderDecoder::make_batch(const Indices& samples, int64_t prompt_length) const {

@@ -35,6 +35,8 @@ class DecoderLM : public SequenceModel {
   // The batch layout and greedy decode are SequenceModel's decoder-only defaults.
   Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const override;
   Tensor forward_incremental(const Indices& tokens, GenerationCache& cache) const override;
+  // ln_f, then the head: [B, T, C] -> [B, T, V].
+  Tensor unembed(const Tensor& residual) const override;
 
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> blocks;
@@ -62,6 +64,8 @@ class EncoderDecoder : public SequenceModel {
   Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const override;
   std::vector<int64_t> greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
                                      int64_t answer_length) override;
+  // The decoder's ln_f, then the head: [B, T, C] -> [B, T, V].
+  Tensor unembed(const Tensor& residual) const override;
 
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> encoder_blocks, decoder_blocks;

@@ -135,6 +135,12 @@ int64_t most_likely_last_token(const Tensor& logits) {
   return best;
 }
 
+Tensor SequenceModel::unembed(const Tensor&) const {
+  throw ConfigError(
+      "this model does not say how to read its residual stream as logits (override "
+      "SequenceModel::unembed)");
+}
+
 Tensor SequenceModel::forward_incremental(const Indices&, GenerationCache&) const {
   throw ConfigError("this model reads a prompt and an answer; it cannot generate running text");
 }

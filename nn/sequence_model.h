@@ -69,6 +69,12 @@ class SequenceModel : public Module {
   virtual SequenceBatch make_batch(const Indices& samples, int64_t prompt_length) const;
   // Logits [B, T, V] for batch.inputs (and batch.source); fills maps when given.
   virtual Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const = 0;
+  // The residual stream [B, T, C] (of the decoder, for the encoder-decoder) read through the
+  // final LayerNorm and the output head: logits [B, T, V], as forward() computes them from the
+  // last block's output, and the logit lens from any block's (nn/logit_lens.h). LayerNorm
+  // normalizes residual with its own statistics. Throws ConfigError by default: a model of
+  // one's own says how its residual stream becomes logits by overriding this.
+  virtual Tensor unembed(const Tensor& residual) const;
   // The mean cross-entropy of forward(batch) over the targets that count.
   Tensor loss(const SequenceBatch& batch) const;
   // The answer_length tokens that follow prompt and separator, each the most likely token

@@ -210,6 +210,21 @@ std::string read_text(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+std::string tiny_text_model(const TempDir& dir) {
+  const std::string data = dir.file("tiny-text.txt");
+  std::ofstream text(data, std::ios::binary);
+  for (int i = 0; i < 40; ++i) text << kTinyText;
+  text.close();
+  const std::string run = dir.file("tiny-text-run");
+  const CommandResult r = run_gradlab(
+      {"train", "--task",       "text", "--data",   data, "--context",    "8",  "--d-model",
+       "8",     "--heads",      "2",    "--layers", "2",  "--d-ff",       "8",  "--batch-size",
+       "4",     "--eval-iters", "2",    "--steps",  "20", "--eval-every", "10", "--out",
+       run});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  return run + "/best.h5";
+}
+
 void expect_usage_error(const CommandResult& r, const std::string& command, const Named& named) {
   EXPECT_FALSE(r.timed_out) << r.describe();
   EXPECT_EQ(r.exit_code, 2) << r.describe();

@@ -2,7 +2,8 @@
 // timeout and an optional signal sent once it has printed something or after a delay. The
 // process is started with posix_spawn and an argument vector (no shell), so arguments need no
 // quoting. Also a self-deleting temporary directory for the files a test writes, the smallest
-// training command line, and the assertions on how a command fails.
+// training command lines (a toy task's and a language model's), and the assertions on how a
+// command fails.
 #pragma once
 
 #include <sys/types.h>
@@ -78,6 +79,13 @@ inline const std::vector<std::string> kTiny = {
     "--length", "2", "--symbols",    "3", "--d-model",         "8", "--heads",     "2",
     "--layers", "1", "--d-ff",       "8", "--batch-size",      "2", "--eval-size", "2",
     "--steps",  "2", "--eval-every", "1", "--target-accuracy", "0"};
+
+// The text tiny_text_model trains on: a few short lines of lower-case words.
+inline const std::string kTinyText = "the cat sat on the mat.\nthe dog sat on the log.\n";
+
+// Trains the smallest character-level language model (context 8) on kTinyText repeated, in
+// dir; returns its best checkpoint's path (a test failure when training fails).
+std::string tiny_text_model(const TempDir& dir);
 
 // What an error message must name: none, one or several parts.
 struct Named {

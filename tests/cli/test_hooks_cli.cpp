@@ -1,12 +1,15 @@
-// `gradlab hooks` and `gradlab activations` on decoder and encoder-decoder checkpoints: the
-// points listed, the HDF5 file (the same attention weights `gradlab attention` writes, gradients
-// of the shapes of their activations) and the errors.
+// `gradlab hooks` and `gradlab activations` on decoder and encoder-decoder checkpoints and a
+// language model's: the points listed, the HDF5 file (the same attention weights `gradlab
+// attention` writes, gradients of the shapes of their activations, a text prompt's tokens) and
+// the errors.
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include "tests/cli_runner.h"
 #include "tests/h5_reading.h"
@@ -48,15 +51,26 @@ class HooksCliTest : public ::testing::Test {
           with({"train", "--model", model, "--out", (dir_->path() / model).string()}, kModel));
       ASSERT_EQ(r.exit_code, 0) << r.describe();
     }
+    text_checkpoint_ = tiny_text_model(*dir_);
   }
   static void TearDownTestSuite() { dir_.reset(); }
   static std::string checkpoint(const std::string& model) {
-    return (dir_->path() / model / "best.h5").string();
+    return model == "text" ? text_checkpoint_ : (dir_->path() / model / "best.h5").string();
   }
+  static std::string text_checkpoint_;
   static std::unique_ptr<TempDir> dir_;
 };
 
 std::unique_ptr<TempDir> HooksCliTest::dir_;
+std::string HooksCliTest::text_checkpoint_;
+
+// The char tokenizer's ids of ASCII text: each character's rank among kTinyText's distinct ones.
+std::vector<int64_t> tiny_text_tokens(const std::string& text) {
+  const std::set<char> vocabulary(kTinyText.begin(), kTinyText.end());
+  std::vector<int64_t> tokens;
+  for (char c : text) tokens.push_back(std::distance(vocabulary.begin(), vocabulary.find(c)));
+  return tokens;
+}
 
 std::string letters_of(const H5::H5File& file, const std::string& name) {
   const H5::Attribute attribute = file.openDataSet(name).openAttribute("letters");
@@ -166,6 +180,79 @@ TEST_F(HooksCliTest, BadNamesAndOutputsAreUsageErrors) {
     EXPECT_EQ(r.exit_code, 0) << r.describe();
     EXPECT_TRUE(contains(r.out, std::string("gradlab ") + command)) << r.out;
   }
+}
+
+TEST_F(HooksCliTest, ActivationsReadALanguageModelsTextPrompt) {
+  TempDir tmp;
+  const std::string out = tmp.file("text.h5");
+  const CommandResult r =
+      run_gradlab({"activations", "--checkpoint", checkpoint("text"), "--prompt", "the cat",
+                   "--names", "blocks.1.hook_resid_post", "hook_logits", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  H5::Exception::dontPrint();
+  const H5::H5File file(out, H5F_ACC_RDONLY);
+  std::vector<hsize_t> dims;
+  EXPECT_EQ(read_values<int64_t>(file, "inputs", dims), tiny_text_tokens("the cat"));
+  const std::vector<int64_t> answer = read_values<int64_t>(file, "answer", dims);
+  ASSERT_EQ(answer.size(), 1u);
+  // The answer is the greedy next token: the largest logit at the last position.
+  const std::vector<float> logits = read_floats(file, "hook_logits", dims);
+  const auto vocabulary =
+      static_cast<hsize_t>(std::set<char>(kTinyText.begin(), kTinyText.end()).size());
+  ASSERT_EQ(dims, (std::vector<hsize_t>{7, vocabulary}));  // T = 7: "the cat"
+  const auto last = logits.end() - static_cast<std::ptrdiff_t>(vocabulary);
+  EXPECT_EQ(answer[0], std::max_element(last, logits.end()) - last);
+  read_floats(file, "blocks.1.hook_resid_post", dims);
+  EXPECT_EQ(dims, (std::vector<hsize_t>{7, 8}));
+  EXPECT_EQ(run_gradlab({"attention", "--checkpoint", checkpoint("text"), "--prompt", "the",
+                         "--out", tmp.file("attention.h5")})
+                .exit_code,
+            0);
+}
+
+TEST_F(HooksCliTest, EachCheckpointTakesItsOwnPromptFlag) {
+  TempDir tmp;
+  const std::string out = tmp.file("never.h5");
+  const auto activations = [&](std::vector<std::string> args) {
+    return run_gradlab(with({"activations", "--out", out}, args));
+  };
+  expect_usage_error(activations({"--checkpoint", checkpoint("decoder"), "--prompt", "3 1 2"}),
+                     "activations", {"toy task", "--input", "not --prompt"});
+  expect_usage_error(activations({"--checkpoint", checkpoint("text"), "--input", "3 1 2"}),
+                     "activations", {"language model", "--prompt", "not --input"});
+  expect_usage_error(
+      activations({"--checkpoint", checkpoint("text"), "--input", "3", "--prompt", "the"}),
+      "activations", {"exactly one of --input", "--prompt"});
+  expect_usage_error(activations({"--checkpoint", checkpoint("text")}), "activations",
+                     {"exactly one of --input", "--prompt"});
+  expect_usage_error(activations({"--checkpoint", checkpoint("text"), "--prompt", ""}),
+                     "activations", "--prompt must not be empty");
+  expect_usage_error(activations({"--checkpoint", checkpoint("text"), "--prompt", "the cat sat"}),
+                     "activations", {"--prompt", "11 tokens", "context is 8"});
+  expect_usage_error(activations({"--checkpoint", checkpoint("text"), "--prompt", "the\x01"}),
+                     "activations",
+                     {"--prompt", "'\\x01' (U+0001)", "not in the model's vocabulary"});
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(HooksCliTest, ACacheAboveMaxMemoryIsRefusedNamingNames) {
+  TempDir tmp;
+  const std::string out = tmp.file("never.h5");
+  const auto activations = [&](std::vector<std::string> args) {
+    return run_gradlab(with(
+        {"activations", "--checkpoint", checkpoint("decoder"), "--input", "3 1 2", "--out", out},
+        args));
+  };
+  // hook_logits [T = 6, V = 5] in float32: 120 bytes, 1.12e-07 GiB; twice that with gradients.
+  expect_usage_error(activations({"--names", "hook_logits", "--max-memory", "1e-9"}), "activations",
+                     {"the cache of --names needs about 1.12e-07 GiB",
+                      "above the limit of 1e-09 GiB", "(--max-memory)", "--names narrows it"});
+  expect_usage_error(activations({"--names", "hook_logits", "--gradients", "--max-memory", "1e-9"}),
+                     "activations", "needs about 2.24e-07 GiB");
+  expect_usage_error(activations({"--max-memory", "-1"}), "activations",
+                     "--max-memory must be a number of GiB >= 0");
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(activations({"--names", "hook_logits", "--max-memory", "1e-6"}).exit_code, 0);
 }
 
 }  // namespace test_hooks_cli

@@ -6,6 +6,7 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "autograd/graph.h"
 #include "autograd/threads.h"
 #include "data/tasks.h"
 #include "train/checkpoint.h"
@@ -60,6 +61,32 @@ std::string read_raw_ids(PromptedRun& run) {
   return "";
 }
 
+// Reads a.prompt, a language model's text, into run (the model says its next token); returns
+// -1 to go on, or the usage exit code.
+int read_text_prompt(const std::string& command, const CheckpointArgs& a,
+                     const data::LanguageModelTask& language_model, PromptedRun& run) {
+  if (!a.vm.count("prompt")) {
+    return usage_error(
+        command, a.checkpoint + " is a language model: give its text with --prompt, not --input",
+        a.options);
+  }
+  run.vocabulary = language_model.vocabulary();
+  if (const int code = encode_prompt(command, *run.vocabulary, a.prompt, a.options, run.prompt);
+      code >= 0) {
+    return code;
+  }
+  const int64_t length = static_cast<int64_t>(run.prompt.size());
+  if (length > language_model.context()) {
+    return usage_error(command,
+                       "--prompt: " + format_number(length) +
+                           " tokens are more than the model reads at once (its context is " +
+                           format_number(language_model.context()) + ")",
+                       a.options);
+  }
+  run.answer_length = 1;
+  return -1;
+}
+
 // Why a.out may not be written, or "".
 std::string refuse_output(const CheckpointArgs& a, const std::string& contents) {
   std::error_code error;
@@ -85,6 +112,25 @@ const char* const kInputHelp =
     "checkpoint of a program's own data, raw token ids in [0, vocab-size): the last one ends the "
     "prompt and the model decodes what follows, as many tokens as its positions leave room for";
 
+void add_prompt_options(CheckpointArgs& a) {
+  a.takes_text = true;
+  a.options.add_options()("input", po::value(&a.input), kInputHelp)(
+      "prompt", po::value(&a.prompt),
+      "for a language model's checkpoint instead of --input: text to read, in the checkpoint's "
+      "vocabulary and at most its context long; the model's next token is the answer");
+}
+
+int encode_prompt(const std::string& command, const data::Vocabulary& vocabulary,
+                  const std::string& text, const po::options_description& options,
+                  std::vector<int64_t>& tokens) {
+  try {
+    tokens = vocabulary.encode(text);
+  } catch (const ConfigError& e) {
+    return usage_error(command, std::string("--prompt: ") + e.what(), options);
+  }
+  return -1;
+}
+
 int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
                           CheckpointArgs& a) {
   a.options.add_options()("help,h", "show this help")(
@@ -92,6 +138,12 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
       "threads", po::value(&a.threads)->default_value(1), "OpenMP threads");
   if (const int code = parse_or_usage(command, args, a.options, a.vm); code >= 0) return code;
   if (const int code = check_threads(command, a.threads, a.options); code >= 0) return code;
+  if (a.takes_text && a.vm.count("input") == a.vm.count("prompt")) {
+    return usage_error(command,
+                       "give exactly one of --input (a toy task's prompt) and --prompt (a language "
+                       "model's text)",
+                       a.options);
+  }
   require_checkpoint_file(a.checkpoint);
   return -1;
 }
@@ -103,16 +155,30 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
   const bool raw = data::task_kind(model.config.task.name).own_data;
   const std::unique_ptr<data::Task> task = train::make_task(model.config);
   const data::SequenceTask* sequence_task = task->sequence_task();
-  if (!raw && !sequence_task) {
-    throw ConfigError(a.checkpoint + ": a language model: " + command +
-                      " reads a toy task's prompt; generate text with gradlab sample");
+  if (const data::LanguageModelTask* language_model = task->language_model()) {
+    if (!a.takes_text) {
+      throw ConfigError(a.checkpoint + ": a language model: " + command +
+                        " reads a toy task's prompt; generate text with gradlab sample");
+    }
+    PromptedRun run{std::move(model), {}, 0, 0, std::nullopt, std::nullopt};
+    if (const int code = read_text_prompt(command, a, *language_model, run); code >= 0) {
+      return code;
+    }
+    loaded.emplace(std::move(run));
+    return -1;
+  }
+  if (a.vm.count("prompt")) {
+    return usage_error(
+        command,
+        a.checkpoint + " is a toy task's model: give its prompt with --input, not --prompt",
+        a.options);
   }
   const auto tokens = parse_tokens(a.input);
   if (!tokens) {
     return usage_error(command, flag + ": " + quote(a.input) + " is not a list of integers",
                        a.options);
   }
-  PromptedRun run{std::move(model), *tokens, 0, 0, std::nullopt};
+  PromptedRun run{std::move(model), *tokens, 0, 0, std::nullopt, std::nullopt};
   if (raw) {
     if (const std::string problem = read_raw_ids(run); !problem.empty()) {
       return usage_error(command, flag + ": " + problem, a.options);
@@ -151,6 +217,18 @@ int parse_with_output(const std::string& command, const std::vector<std::string>
 
 nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer) {
   nn::SequenceModel& model = *run.loaded.model;
+  if (run.text()) {
+    const int64_t length = static_cast<int64_t>(run.prompt.size());
+    const Indices inputs({1, length}, run.prompt);
+    {
+      NoGradGuard no_grad;
+      nn::EvalScope eval(model);
+      answer = {nn::most_likely_last_token(model.forward(nn::SequenceBatch{{}, inputs, {}}))};
+    }
+    std::vector<int64_t> targets(run.prompt.begin() + 1, run.prompt.end());
+    targets.push_back(answer.front());
+    return {{}, inputs, Indices({1, length}, std::move(targets))};
+  }
   answer = model.greedy_decode(run.prompt, run.separator, run.answer_length);
   std::vector<int64_t> sample = run.prompt;
   sample.push_back(run.separator);

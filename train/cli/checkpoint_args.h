@@ -1,6 +1,6 @@
-// What eval, predict and attention share: the --checkpoint and --threads flags, and reading
-// --input as a prompt of the checkpoint's task, or as raw token ids for a checkpoint of a
-// program's own data.
+// What eval, predict, attention, activations and lens share: the --checkpoint and --threads
+// flags, and reading --input as a prompt of the checkpoint's task (or as raw token ids for a
+// checkpoint of a program's own data), or --prompt as a language model's text.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/sequence_task.h"
+#include "data/text.h"
 #include "train/trainer.h"
 
 namespace gradlab::cli {
@@ -17,9 +18,10 @@ namespace gradlab::cli {
 struct CheckpointArgs {
   explicit CheckpointArgs(const char* caption) : options(caption) {}
   boost::program_options::options_description options;
-  std::string checkpoint, input, out;
+  std::string checkpoint, input, prompt, out;
   int64_t threads = 1;
-  bool overwrite = false;  // attention, activations: replace an existing --out
+  bool overwrite = false;   // commands that write a file: replace an existing --out
+  bool takes_text = false;  // add_prompt_options: --prompt for a language model
   boost::program_options::variables_map vm;
 };
 
@@ -33,26 +35,47 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
 // prompt, the separator that ends it and how many tokens follow. For a sequence task, a prompt
 // of that task, whose right answer is known. For a program's own data (data::TaskKind::own_data),
 // raw token ids in [0, V): every id but the last is the prompt, the last one ends it (the
-// separator), and the model decodes as many tokens as its positions leave room for.
+// separator), and the model decodes as many tokens as its positions leave room for. For a
+// language model, --prompt's text as tokens of the checkpoint's vocabulary (no separator: the
+// model reads the text and says one token more).
 struct PromptedRun {
   train::LoadedModel loaded;
   std::vector<int64_t> prompt;
   int64_t separator = 0;
   int64_t answer_length = 0;
-  std::optional<std::vector<int64_t>> expected;  // the task's answer; none for raw ids
+  std::optional<std::vector<int64_t>> expected;  // the task's answer; none for raw ids or text
+  std::optional<data::Vocabulary> vocabulary;    // a language model's; none for a toy task
+
+  bool text() const { return vocabulary.has_value(); }
 };
 
 // What --input means, for the help of predict and attention.
 extern const char* const kInputHelp;
 
-// Sets the OpenMP threads, loads a.checkpoint's model and reads a.input into `loaded`; returns
-// -1 to go on, or the usage exit code after saying what is wrong with the prompt, which came
-// from `flag`.
+// Adds --input and --prompt (a language model's text), of which the command takes exactly one:
+// parse_with_checkpoint refuses neither or both, load_prompted_run the one the checkpoint does
+// not read.
+void add_prompt_options(CheckpointArgs& a);
+
+// text as tokens of a language model's vocabulary, for a command's --prompt; returns -1 to go on,
+// or the usage exit code after naming the character the vocabulary lacks.
+int encode_prompt(const std::string& command, const data::Vocabulary& vocabulary,
+                  const std::string& text,
+                  const boost::program_options::options_description& options,
+                  std::vector<int64_t>& tokens);
+
+// Sets the OpenMP threads, loads a.checkpoint's model and reads a.input (or a.prompt) into
+// `loaded`; returns -1 to go on, or the usage exit code after saying what is wrong with --input
+// or --prompt (the flag the checkpoint does not take; text longer than the model's context);
+// `flag` names where a.input came from. Throws ConfigError for a language model's checkpoint when
+// the command takes no --prompt.
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
                       std::optional<PromptedRun>& loaded, const std::string& flag = "--input");
 
-// The batch of one sequence the model reads for run: the prompt, the separator and the model's
-// own greedy answer (returned in `answer`), teacher forced as in training.
+// The batch of one sequence the model reads for run, and the model's greedy answer (returned in
+// `answer`). For a toy task: the prompt, the separator and the answer, teacher forced as in
+// training. For text: inputs are the text's tokens [1, T], targets the text's next token at
+// each position and at the last one the answer, the one token the model says next.
 nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer);
 
 // The --out flag of a command that writes a file.

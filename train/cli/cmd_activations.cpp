@@ -24,17 +24,24 @@ struct ActivationsArgs {
   CheckpointArgs checkpoint{kActivationsCaption};
   std::vector<std::string> names;
   bool gradients = false;
+  double max_memory = 0;  // GiB; 0: 80% of the machine's memory
 };
 
 int parse_activations_options(const std::vector<std::string>& args, ActivationsArgs& a) {
   CheckpointArgs& c = a.checkpoint;
-  c.options.add_options()("input", po::value(&c.input)->required(), kInputHelp)(
+  add_prompt_options(c);
+  c.options.add_options()(
       "names", po::value(&a.names)->multitoken(),
       "hook points to keep: names or globs ('blocks.*.attn.hook_pattern'); default every point "
       "(`gradlab hooks` lists them)")(
       "gradients", po::bool_switch(&a.gradients),
-      "also keep <name>_grad, the gradient of the loss on the answer with respect to each");
-  return parse_with_output("activations", args, c, "the activations");
+      "also keep <name>_grad, the gradient of the loss on the answer with respect to each")(
+      "max-memory", po::value(&a.max_memory)->default_value(0),
+      "GiB the cache may need, estimated first (0: 80% of this machine's memory)");
+  if (const int code = parse_with_output("activations", args, c, "the activations"); code >= 0) {
+    return code;
+  }
+  return check_max_memory("activations", a.max_memory, c.options);
 }
 
 }  // namespace
@@ -62,6 +69,20 @@ int run_activations(const std::vector<std::string>& args) {
     filter = nn::any_of_points(points, patterns, "--names");
   } catch (const ConfigError& e) {
     return usage_error("activations", e.what(), a.checkpoint.options);
+  }
+  // The listing is for one sequence, which is what runs: the cache holds those shapes, in the
+  // model's dtype.
+  const auto element = static_cast<double>(dtype_size(model.parameters().front().dtype()));
+  double bytes = 0;
+  for (const nn::HookPointInfo& point : points) {
+    if (filter->matches(point.name)) bytes += static_cast<double>(numel(point.shape)) * element;
+  }
+  if (a.gradients) bytes *= 2;
+  if (const int code =
+          refuse_above_memory_limit("activations", a.max_memory, bytes, "the cache of --names",
+                                    "; --names narrows it", a.checkpoint.options);
+      code >= 0) {
+    return code;
   }
   nn::ActivationCache cache;
   {

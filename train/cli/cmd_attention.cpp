@@ -18,7 +18,7 @@ constexpr const char* kAttentionCaption =
     "gradlab attention: attention weights of every layer and head for one prompt\nOptions";
 
 int parse_attention_options(const std::vector<std::string>& args, CheckpointArgs& a) {
-  a.options.add_options()("input", po::value(&a.input)->required(), kInputHelp);
+  add_prompt_options(a);
   return parse_with_output("attention", args, a, "the attention weights");
 }
 

@@ -11,7 +11,6 @@
 #include "nn/attention.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
-#include "train/memory.h"
 
 namespace gradlab::cli {
 namespace {
@@ -213,19 +212,11 @@ int parse_explain_options(const std::vector<std::string>& args, ExplainArgs& a) 
   };
   const double bytes =
       4 * (8 * count({B, T, C}) + 4 * count({B, H, T, T}) + 4 * count({C, C})) + 32.0 * (1 << 20);
-  if (!(a.max_memory >= 0) || !std::isfinite(a.max_memory)) {
-    return usage_error("explain", "--max-memory must be a number of GiB >= 0", a.options);
+  if (const int code = check_max_memory("explain", a.max_memory, a.options); code >= 0) {
+    return code;
   }
-  const double limit = train::memory_limit(a.max_memory);
-  if (bytes > limit) {
-    return usage_error(
-        "explain",
-        "--shapes " + quote(a.shapes) + ": the walk needs about " + train::gib(bytes) +
-            ", above the limit of " + train::gib(limit) +
-            (a.max_memory > 0 ? " (--max-memory)" : " (80% of this machine's memory)"),
-        a.options);
-  }
-  return -1;
+  return refuse_above_memory_limit("explain", a.max_memory, bytes,
+                                   "--shapes " + quote(a.shapes) + ": the walk", "", a.options);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "autograd/threads.h"
 #include "data/text.h"
 #include "nn/generate.h"
+#include "train/cli/checkpoint_args.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
 #include "train/trainer.h"
@@ -70,10 +71,9 @@ int run_sample(const std::vector<std::string>& args) {
   }
   const data::Vocabulary& vocabulary = language_model->vocabulary();
   std::vector<int64_t> prompt;
-  try {
-    prompt = vocabulary.encode(a.prompt);
-  } catch (const ConfigError& e) {
-    return usage_error("sample", std::string("--prompt: ") + e.what(), a.options);
+  if (const int code = encode_prompt("sample", vocabulary, a.prompt, a.options, prompt);
+      code >= 0) {
+    return code;
   }
   std::fputs(a.prompt.c_str(), stdout);
   nn::generate(*loaded.model, language_model->context(), prompt, a.sampling,

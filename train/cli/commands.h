@@ -24,6 +24,7 @@ int run_activations(const std::vector<std::string>& args);
 int run_ablate(const std::vector<std::string>& args);
 int run_patch(const std::vector<std::string>& args);
 int run_heads(const std::vector<std::string>& args);
+int run_lens(const std::vector<std::string>& args);
 
 // The same command lines, parsed and validated exactly as run_<command> does before it starts
 // its work, and no further (for the command-line fuzzer): returns the exit code run_<command>
@@ -45,5 +46,6 @@ int parse_activations(const std::vector<std::string>& args);
 int parse_ablate(const std::vector<std::string>& args);
 int parse_patch(const std::vector<std::string>& args);
 int parse_heads(const std::vector<std::string>& args);
+int parse_lens(const std::vector<std::string>& args);
 
 }  // namespace gradlab::cli

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <map>
 
@@ -11,6 +12,7 @@
 #include "autograd/format.h"
 #include "train/cli/commands.h"
 #include "train/config.h"
+#include "train/memory.h"
 
 namespace gradlab::cli {
 
@@ -116,6 +118,26 @@ int check_threads(const std::string& command, int64_t threads,
     return usage_error(command, e.what(), options);
   }
   return -1;
+}
+
+int check_max_memory(const std::string& command, double max_memory_gib,
+                     const po::options_description& options) {
+  if (!(max_memory_gib >= 0) || !std::isfinite(max_memory_gib)) {
+    return usage_error(command, "--max-memory must be a number of GiB >= 0", options);
+  }
+  return -1;
+}
+
+int refuse_above_memory_limit(const std::string& command, double max_memory_gib, double bytes,
+                              const std::string& what, const std::string& remedy,
+                              const po::options_description& options) {
+  const double limit = train::memory_limit(max_memory_gib);
+  if (bytes <= limit) return -1;
+  return usage_error(
+      command,
+      what + " needs about " + train::gib(bytes) + ", above the limit of " + train::gib(limit) +
+          (max_memory_gib > 0 ? " (--max-memory)" : " (80% of this machine's memory)") + remedy,
+      options);
 }
 
 std::optional<std::string> special_file(const std::string& path) {

@@ -42,6 +42,17 @@ int usage_error(const std::string& command, const std::string& reason,
 int check_threads(const std::string& command, int64_t threads,
                   const boost::program_options::options_description& options);
 
+// --max-memory, GiB >= 0: returns -1, or 2 after the usage error.
+int check_max_memory(const std::string& command, double max_memory_gib,
+                     const boost::program_options::options_description& options);
+
+// Refuses work estimated to need `bytes` above --max-memory's limit (train::memory_limit):
+// returns -1 when it fits, or 2 after the usage error "<what> needs about X GiB, above the limit
+// of Y GiB (--max-memory)<remedy>", where what names the flags behind the size.
+int refuse_above_memory_limit(const std::string& command, double max_memory_gib, double bytes,
+                              const std::string& what, const std::string& remedy,
+                              const boost::program_options::options_description& options);
+
 // What path is if it exists and is not a regular file ("a directory", "a FIFO", ...), found with
 // stat, which never opens it: opening a FIFO waits for a writer, forever. nullopt for a regular
 // file, and for a path stat cannot see (missing, no permission), which the reader reports when

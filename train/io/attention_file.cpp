@@ -1,4 +1,5 @@
-// Writing attention weights, activations and head scores to HDF5.
+// Writing attention weights, activations, head scores, patching results and the logit lens to
+// HDF5.
 #include "train/io/attention_file.h"
 
 #include <H5Cpp.h>
@@ -12,10 +13,11 @@
 namespace gradlab::train {
 namespace {
 
+// dims: the dataset's shape; by default a vector of v's length.
 void write_ints(H5::H5Location& where, const std::string& name, const std::vector<int64_t>& v,
-                bool as_attribute) {
-  const hsize_t size = v.size();
-  const H5::DataSpace space(1, &size);
+                bool as_attribute, std::vector<hsize_t> dims = {}) {
+  if (dims.empty()) dims.push_back(v.size());
+  const H5::DataSpace space(static_cast<int>(dims.size()), dims.data());
   if (as_attribute) {
     static_cast<H5::H5Object&>(where)
         .createAttribute(name, H5::PredType::NATIVE_INT64, space)
@@ -48,6 +50,37 @@ void write_tokens(H5::H5File& file, const nn::SequenceBatch& batch,
   write_ints(file, "inputs", batch.inputs.values, false);
   write_ints(file, "answer", answer, false);
   if (!batch.source.shape.empty()) write_ints(file, "source", batch.source.values, false);
+}
+
+void write_floats(H5::H5File& file, const std::string& name, const std::vector<double>& values,
+                  const std::vector<hsize_t>& dims) {
+  const std::vector<float> narrow(values.begin(), values.end());
+  file.createDataSet(name, H5::PredType::NATIVE_FLOAT,
+                     H5::DataSpace(static_cast<int>(dims.size()), dims.data()))
+      .write(narrow.data(), H5::PredType::NATIVE_FLOAT);
+}
+
+void write_lens(const std::string& path, const std::string& temp, const nn::SequenceBatch& batch,
+                const std::vector<int64_t>& answer, const nn::LensProbabilities& lens) {
+  try {
+    H5::Exception::dontPrint();
+    H5::H5File file(temp, H5F_ACC_TRUNC);
+    write_tokens(file, batch, answer);
+    write_ints(file, "targets", batch.targets.values, false);
+    std::vector<const char*> layers;
+    for (const std::string& layer : lens.layers) layers.push_back(layer.c_str());
+    const hsize_t count = layers.size();
+    const H5::StrType string_type(H5::PredType::C_S1, H5T_VARIABLE);
+    file.createDataSet("layers", string_type, H5::DataSpace(1, &count))
+        .write(layers.data(), string_type);
+    const auto positions = static_cast<hsize_t>(lens.positions);
+    const auto top = static_cast<hsize_t>(lens.top_k);
+    write_floats(file, "answer_probability", lens.target_probability, {count, positions});
+    write_ints(file, "top_tokens", lens.top_tokens, false, {count, positions, top});
+    write_floats(file, "top_probabilities", lens.top_probabilities, {count, positions, top});
+  } catch (const H5::Exception& e) {
+    throw FileError(path + ": cannot write the logit lens: " + e.getDetailMsg());
+  }
 }
 
 void write_activations(const std::string& path, const std::string& temp,
@@ -224,6 +257,11 @@ void write_activation_file(const std::string& path, const nn::SequenceBatch& bat
   replace_file(path, [&](const std::string& temp) {
     write_activations(path, temp, batch, answer, cache, points);
   });
+}
+
+void write_lens_file(const std::string& path, const nn::SequenceBatch& batch,
+                     const std::vector<int64_t>& answer, const nn::LensProbabilities& lens) {
+  replace_file(path, [&](const std::string& temp) { write_lens(path, temp, batch, answer, lens); });
 }
 
 }  // namespace gradlab::train

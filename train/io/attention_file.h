@@ -12,6 +12,11 @@
 // /source, and one float32 dataset per cached hook point, named as the point
 // ("blocks.0.attn.hook_pattern", "blocks.0.attn.hook_pattern_grad"), of the point's shape without
 // its batch axis of 1, with a string attribute `letters` ("[H, Tq, Tk]").
+//
+// And the file `gradlab lens` writes (docs/hooks.md): the same /inputs, /answer and /source,
+// /targets int64 [T] (-100 where none counts), /layers strings [L + 1], and float32
+// /answer_probability [L + 1, T] (NaN where no target), /top_probabilities [L + 1, T, K], with
+// int64 /top_tokens [L + 1, T, K].
 #pragma once
 
 #include <string>
@@ -19,6 +24,7 @@
 
 #include "nn/head_scores.h"
 #include "nn/hooks.h"
+#include "nn/logit_lens.h"
 #include "nn/sequence_model.h"
 
 namespace gradlab::train {
@@ -56,5 +62,9 @@ void write_patching_file(const std::string& path, const PatchingResults& results
 // datasets are [L, H]), FileError naming the file if it cannot be written.
 void write_head_scores_file(const std::string& path, const std::vector<nn::LayerHeadScores>& scores,
                             const nn::HeadScoreOptions& options);
+// Writes the logit lens of a batch of one sequence. Throws FileError naming the file if it
+// cannot be written.
+void write_lens_file(const std::string& path, const nn::SequenceBatch& batch,
+                     const std::vector<int64_t>& answer, const nn::LensProbabilities& lens);
 
 }  // namespace gradlab::train

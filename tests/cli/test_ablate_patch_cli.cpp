@@ -33,6 +33,31 @@ class AblatePatchCliTest : public ::testing::Test {
           with({"train", "--model", model, "--out", (dir_->path() / model).string()}, kModel));
       ASSERT_EQ(r.exit_code, 0) << r.describe();
     }
+    std::ofstream text(dir_->file("text.txt"));
+    for (int i = 0; i < 40; ++i) text << kTinyText;
+    text.close();
+    const CommandResult r = run_gradlab({"train",
+                                         "--task",
+                                         "text",
+                                         "--data",
+                                         dir_->file("text.txt"),
+                                         "--context",
+                                         "12",
+                                         "--d-model",
+                                         "16",
+                                         "--heads",
+                                         "2",
+                                         "--layers",
+                                         "1",
+                                         "--d-ff",
+                                         "16",
+                                         "--steps",
+                                         "150",
+                                         "--eval-iters",
+                                         "4",
+                                         "--out",
+                                         (dir_->path() / "text").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
   }
   static void TearDownTestSuite() { dir_.reset(); }
   static std::string checkpoint(const std::string& model) {
@@ -61,6 +86,20 @@ double number_after(const std::string& text, const std::string& label) {
   const size_t at = text.find(label);
   EXPECT_NE(at, std::string::npos) << label << " in\n" << text;
   return at == std::string::npos ? 0 : std::stod(text.substr(at + label.size()));
+}
+
+// The scores of the rows of a patching file.
+std::map<std::string, std::vector<double>> scores_of(const std::string& path) {
+  H5::Exception::dontPrint();
+  const H5::H5File file(path, H5F_ACC_RDONLY);
+  std::vector<hsize_t> dims;
+  const std::vector<double> scores = read_values<double>(file, "scores", dims);
+  const std::vector<std::string> rows = read_strings(file, "rows");
+  std::map<std::string, std::vector<double>> out;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    out[rows[r]].assign(scores.begin() + r * dims[1], scores.begin() + (r + 1) * dims[1]);
+  }
+  return out;
 }
 
 TEST_F(AblatePatchCliTest, AblateKnocksOutEveryHeadAndFeedForwardSublayer) {
@@ -97,25 +136,34 @@ TEST_F(AblatePatchCliTest, AblateKnocksOutEveryHeadAndFeedForwardSublayer) {
   }
 }
 
-TEST_F(AblatePatchCliTest, AblateOfATextModelScoresItsText) {
+TEST_F(AblatePatchCliTest, AblateAndPatchReadALanguageModel) {
   TempDir tmp;
-  std::string text;
-  for (int i = 0; i < 300; ++i) text += "abcabd cab dab. ";
-  const std::string data = tmp.file("text.txt");
-  std::ofstream(data) << text;
-  CommandResult r =
-      run_gradlab({"train", "--task",    "text",         "--data",  data, "--context",
-                   "12",    "--d-model", "16",           "--heads", "2",  "--layers",
-                   "1",     "--d-ff",    "16",           "--steps", "30", "--eval-iters",
-                   "4",     "--out",     tmp.file("run")});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  std::ofstream(tmp.file("other.txt")) << "abd cab abc dab. abc";
-  r = run_gradlab({"ablate", "--checkpoint", tmp.file("run") + "/best.h5", "--mode", "mean",
-                   "--data", tmp.file("other.txt")});
+  std::ofstream(tmp.file("other.txt")) << "the dog sat on the cat.\n";
+  CommandResult r = run_gradlab({"ablate", "--checkpoint", checkpoint("text"), "--mode", "mean",
+                                 "--data", tmp.file("other.txt")});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(contains(r.out, "mean ablation")) << r.out;
   EXPECT_TRUE(contains(r.out, "blocks.0.attn")) << r.out;
   EXPECT_FALSE(contains(r.out, "exact match")) << r.out;
+
+  // A language model's answer is the token it says after the text: "the ca" -> 't', "the do" ->
+  // 'g'.
+  const std::string out = tmp.file("text.h5");
+  r = run_gradlab({"patch", "--checkpoint", checkpoint("text"), "--clean", "the ca", "--corrupt",
+                   "the do", "--names", "hook_logits", "embed.hook_position",
+                   "blocks.0.hook_resid_pre", "--per-position", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "clean 'the ca' -> 't'; corrupted 'the do' -> 'g'")) << r.out;
+  EXPECT_TRUE(contains(r.out, "'c'/'d'")) << r.out;
+  auto scores = scores_of(out);
+  EXPECT_EQ(scores["hook_logits"].back(), 1.0);
+  EXPECT_EQ(scores["embed.hook_position"].back(), 0.0);
+  const std::vector<double>& resid = scores["blocks.0.hook_resid_pre"];
+  ASSERT_EQ(resid.size(), 6u);
+  for (size_t t = 0; t < 4; ++t) EXPECT_EQ(resid[t], 0.0) << "position " << t;
+  r = run_gradlab(
+      {"patch", "--checkpoint", checkpoint("text"), "--clean", "the ca", "--corrupt", "the q"});
+  expect_usage_error(r, "patch", {"--corrupt", "'q'"});
 }
 
 TEST_F(AblatePatchCliTest, AblateRefusesBadModesAndOutputs) {
@@ -133,20 +181,6 @@ TEST_F(AblatePatchCliTest, AblateRefusesBadModesAndOutputs) {
   expect_usage_error(r, "ablate", {"is a checkpoint"});
   r = run_gradlab({"ablate", "--checkpoint", tmp.file("missing.h5")});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-}
-
-// The scores of the rows of a patching file.
-std::map<std::string, std::vector<double>> scores_of(const std::string& path) {
-  H5::Exception::dontPrint();
-  const H5::H5File file(path, H5F_ACC_RDONLY);
-  std::vector<hsize_t> dims;
-  const std::vector<double> scores = read_values<double>(file, "scores", dims);
-  const std::vector<std::string> rows = read_strings(file, "rows");
-  std::map<std::string, std::vector<double>> out;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    out[rows[r]].assign(scores.begin() + r * dims[1], scores.begin() + (r + 1) * dims[1]);
-  }
-  return out;
 }
 
 TEST_F(AblatePatchCliTest, PatchScoresZeroForTheCorruptedRunAndOneForTheCleanRun) {

@@ -64,21 +64,17 @@ std::string read_raw_ids(PromptedRun& run) {
 // Reads a.prompt, a language model's text, into run (the model says its next token); returns
 // -1 to go on, or the usage exit code.
 int read_text_prompt(const std::string& command, const CheckpointArgs& a,
-                     const data::LanguageModelTask& language_model, PromptedRun& run) {
-  if (!a.vm.count("prompt")) {
-    return usage_error(
-        command, a.checkpoint + " is a language model: give its text with --prompt, not --input",
-        a.options);
-  }
+                     const data::LanguageModelTask& language_model, const std::string& flag,
+                     const std::string& text, PromptedRun& run) {
   run.vocabulary = language_model.vocabulary();
-  if (const int code = encode_prompt(command, *run.vocabulary, a.prompt, a.options, run.prompt);
+  if (const int code = encode_prompt(command, flag, *run.vocabulary, text, a.options, run.prompt);
       code >= 0) {
     return code;
   }
   const int64_t length = static_cast<int64_t>(run.prompt.size());
   if (length > language_model.context()) {
     return usage_error(command,
-                       "--prompt: " + format_number(length) +
+                       flag + ": " + format_number(length) +
                            " tokens are more than the model reads at once (its context is " +
                            format_number(language_model.context()) + ")",
                        a.options);
@@ -120,13 +116,13 @@ void add_prompt_options(CheckpointArgs& a) {
       "vocabulary and at most its context long; the model's next token is the answer");
 }
 
-int encode_prompt(const std::string& command, const data::Vocabulary& vocabulary,
-                  const std::string& text, const po::options_description& options,
-                  std::vector<int64_t>& tokens) {
+int encode_prompt(const std::string& command, const std::string& flag,
+                  const data::Vocabulary& vocabulary, const std::string& text,
+                  const po::options_description& options, std::vector<int64_t>& tokens) {
   try {
     tokens = vocabulary.encode(text);
   } catch (const ConfigError& e) {
-    return usage_error(command, std::string("--prompt: ") + e.what(), options);
+    return usage_error(command, flag + ": " + e.what(), options);
   }
   return -1;
 }
@@ -148,34 +144,23 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
   return -1;
 }
 
-int load_prompted_run(const std::string& command, const CheckpointArgs& a,
-                      std::optional<PromptedRun>& loaded, const std::string& flag) {
-  set_threads(static_cast<int>(a.threads));
-  train::LoadedModel model = train::load_model(a.checkpoint);
+int read_prompt(const std::string& command, const CheckpointArgs& a, train::LoadedModel model,
+                const std::string& flag, const std::string& text,
+                std::optional<PromptedRun>& loaded) {
   const bool raw = data::task_kind(model.config.task.name).own_data;
   const std::unique_ptr<data::Task> task = train::make_task(model.config);
-  const data::SequenceTask* sequence_task = task->sequence_task();
   if (const data::LanguageModelTask* language_model = task->language_model()) {
-    if (!a.takes_text) {
-      throw ConfigError(a.checkpoint + ": a language model: " + command +
-                        " reads a toy task's prompt; generate text with gradlab sample");
-    }
     PromptedRun run{std::move(model), {}, 0, 0, std::nullopt, std::nullopt};
-    if (const int code = read_text_prompt(command, a, *language_model, run); code >= 0) {
+    if (const int code = read_text_prompt(command, a, *language_model, flag, text, run);
+        code >= 0) {
       return code;
     }
     loaded.emplace(std::move(run));
     return -1;
   }
-  if (a.vm.count("prompt")) {
-    return usage_error(
-        command,
-        a.checkpoint + " is a toy task's model: give its prompt with --input, not --prompt",
-        a.options);
-  }
-  const auto tokens = parse_tokens(a.input);
+  const auto tokens = parse_tokens(text);
   if (!tokens) {
-    return usage_error(command, flag + ": " + quote(a.input) + " is not a list of integers",
+    return usage_error(command, flag + ": " + quote(text) + " is not a list of integers",
                        a.options);
   }
   PromptedRun run{std::move(model), *tokens, 0, 0, std::nullopt, std::nullopt};
@@ -184,6 +169,7 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
       return usage_error(command, flag + ": " + problem, a.options);
     }
   } else {
+    const data::SequenceTask* sequence_task = task->sequence_task();
     try {
       sequence_task->validate_prompt(*tokens);
     } catch (const ConfigError& e) {
@@ -195,6 +181,30 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
   }
   loaded.emplace(std::move(run));
   return -1;
+}
+
+int load_prompted_run(const std::string& command, const CheckpointArgs& a,
+                      std::optional<PromptedRun>& loaded) {
+  set_threads(static_cast<int>(a.threads));
+  train::LoadedModel model = train::load_model(a.checkpoint);
+  const bool language_model = train::make_task(model.config)->language_model() != nullptr;
+  if (language_model && !a.takes_text) {
+    throw ConfigError(a.checkpoint + ": a language model: " + command +
+                      " reads a toy task's prompt; generate text with gradlab sample");
+  }
+  if (language_model && !a.vm.count("prompt")) {
+    return usage_error(
+        command, a.checkpoint + " is a language model: give its text with --prompt, not --input",
+        a.options);
+  }
+  if (!language_model && a.vm.count("prompt")) {
+    return usage_error(
+        command,
+        a.checkpoint + " is a toy task's model: give its prompt with --input, not --prompt",
+        a.options);
+  }
+  return language_model ? read_prompt(command, a, std::move(model), "--prompt", a.prompt, loaded)
+                        : read_prompt(command, a, std::move(model), "--input", a.input, loaded);
 }
 
 int parse_with_output(const std::string& command, const std::vector<std::string>& args,
@@ -244,6 +254,13 @@ std::string join(const std::vector<int64_t>& tokens) {
     out += std::to_string(t);
   }
   return out;
+}
+
+std::string shown(const PromptedRun& run, const std::vector<int64_t>& tokens) {
+  if (!run.text()) return join(tokens);
+  std::string text;
+  for (const int64_t token : tokens) text += run.vocabulary->decode(token);
+  return quote(text);
 }
 
 }  // namespace gradlab::cli

@@ -57,20 +57,27 @@ extern const char* const kInputHelp;
 // not read.
 void add_prompt_options(CheckpointArgs& a);
 
-// text as tokens of a language model's vocabulary, for a command's --prompt; returns -1 to go on,
-// or the usage exit code after naming the character the vocabulary lacks.
-int encode_prompt(const std::string& command, const data::Vocabulary& vocabulary,
-                  const std::string& text,
+// text as tokens of a language model's vocabulary, for a command's `flag` (--prompt); returns -1
+// to go on, or the usage exit code after naming the character the vocabulary lacks.
+int encode_prompt(const std::string& command, const std::string& flag,
+                  const data::Vocabulary& vocabulary, const std::string& text,
                   const boost::program_options::options_description& options,
                   std::vector<int64_t>& tokens);
 
+// Reads text, given with `flag`, as a prompt of model's task into `loaded`: a language model's
+// text, a toy task's prompt, or a program's raw ids; returns -1 to go on, or the usage exit code
+// after saying what is wrong with it, naming the flag.
+int read_prompt(const std::string& command, const CheckpointArgs& a, train::LoadedModel model,
+                const std::string& flag, const std::string& text,
+                std::optional<PromptedRun>& loaded);
+
 // Sets the OpenMP threads, loads a.checkpoint's model and reads a.input (or a.prompt) into
-// `loaded`; returns -1 to go on, or the usage exit code after saying what is wrong with --input
-// or --prompt (the flag the checkpoint does not take; text longer than the model's context);
-// `flag` names where a.input came from. Throws ConfigError for a language model's checkpoint when
-// the command takes no --prompt.
+// `loaded` (read_prompt); returns -1 to go on, or the usage exit code after saying what is wrong
+// with --input or --prompt (the flag the checkpoint does not take; text longer than the model's
+// context). Throws ConfigError for a language model's checkpoint when the command takes no
+// --prompt.
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
-                      std::optional<PromptedRun>& loaded, const std::string& flag = "--input");
+                      std::optional<PromptedRun>& loaded);
 
 // The batch of one sequence the model reads for run, and the model's greedy answer (returned in
 // `answer`). For a toy task: the prompt, the separator and the answer, teacher forced as in
@@ -93,5 +100,9 @@ int parse_with_output(const std::string& command, const std::vector<std::string>
 
 // "3 1 4 1 5"
 std::string join(const std::vector<int64_t>& tokens);
+
+// Tokens as the user reads them: a language model's text, quoted with its control characters
+// escaped ('ab\n'), or a toy task's ids ("3 1 4").
+std::string shown(const PromptedRun& run, const std::vector<int64_t>& tokens);
 
 }  // namespace gradlab::cli

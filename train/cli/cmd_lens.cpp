@@ -40,12 +40,6 @@ int parse_lens_options(const std::vector<std::string>& args, LensArgs& a) {
   return -1;
 }
 
-// A token as the user reads it: a character of a language model's text, quoted and escaped
-// ('\n'), or a toy task's id.
-std::string token_text(const PromptedRun& run, int64_t token) {
-  return run.text() ? quote(run.vocabulary->decode(token)) : format_number(token);
-}
-
 void print_lens(const PromptedRun& run, const nn::SequenceBatch& batch,
                 const nn::LensProbabilities& lens) {
   std::printf(
@@ -59,15 +53,15 @@ void print_lens(const PromptedRun& run, const nn::SequenceBatch& batch,
     const int64_t target = batch.targets.values[static_cast<size_t>(t)];
     if (target == nn::kIgnoreTarget) continue;
     std::printf("position %lld reads %s, answer %s\n", static_cast<long long>(t),
-                token_text(run, batch.inputs.values[static_cast<size_t>(t)]).c_str(),
-                token_text(run, target).c_str());
+                shown(run, {batch.inputs.values[static_cast<size_t>(t)]}).c_str(),
+                shown(run, {target}).c_str());
     for (size_t layer = 0; layer < lens.layers.size(); ++layer) {
       const size_t row = layer * static_cast<size_t>(positions) + static_cast<size_t>(t);
       std::printf("  %-*s  p(answer) %.4f  top", static_cast<int>(name_width),
                   lens.layers[layer].c_str(), lens.target_probability[row]);
       for (int64_t k = 0; k < lens.top_k; ++k) {
         const size_t at = row * static_cast<size_t>(lens.top_k) + static_cast<size_t>(k);
-        std::printf("  %s %.4f", token_text(run, lens.top_tokens[at]).c_str(),
+        std::printf("  %s %.4f", shown(run, {lens.top_tokens[at]}).c_str(),
                     lens.top_probabilities[at]);
       }
       std::printf("\n");

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "autograd/error.h"
+#include "autograd/threads.h"
 #include "nn/patching.h"
 #include "train/cli/checkpoint_args.h"
 #include "train/cli/commands.h"
@@ -35,7 +36,8 @@ const std::vector<std::string> kDefaultNames = {"*hook_resid_pre", "*hook_attn_o
 int parse_patch_options(const std::vector<std::string>& args, PatchArgs& a) {
   a.checkpoint.options.add_options()(
       "clean", po::value(&a.clean)->required(),
-      "the clean prompt: tokens of the checkpoint's task (as --input of predict)")(
+      "the clean prompt: tokens of the checkpoint's task (as --input of predict), or a language "
+      "model's text (as --prompt of activations)")(
       "corrupt", po::value(&a.corrupt)->required(),
       "the corrupted prompt, of the same length, whose answer differs")(
       "names", po::value(&a.names)->multitoken(),
@@ -66,9 +68,11 @@ struct LogitDifference {
   }
 };
 
-LogitDifference logit_difference(const nn::SequenceBatch& clean, const nn::SequenceBatch& corrupt) {
+LogitDifference logit_difference(const nn::SequenceBatch& clean, const nn::SequenceBatch& corrupt,
+                                 bool last_position_only) {
   LogitDifference metric;
-  for (size_t t = 0; t < clean.targets.values.size(); ++t) {
+  const size_t positions = clean.targets.values.size();
+  for (size_t t = last_position_only ? positions - 1 : 0; t < positions; ++t) {
     const int64_t a = clean.targets.values[t], b = corrupt.targets.values[t];
     if (a == nn::kIgnoreTarget || b == nn::kIgnoreTarget || a == b) continue;
     metric.positions.push_back(static_cast<int64_t>(t));
@@ -84,20 +88,21 @@ std::string row_label(const nn::PatchSite& site) {
 
 // The header of the rows along one position axis: the token each position reads, "clean/corrupt"
 // where the two differ.
-std::vector<std::string> axis_header(const std::string& axis, const train::PatchingResults& r) {
+std::vector<std::string> axis_header(const std::string& axis, const train::PatchingResults& r,
+                                     const PromptedRun& run) {
   const bool source = axis == "S";
   const std::vector<int64_t>& clean = source ? r.clean.source.values : r.clean.inputs.values;
   const std::vector<int64_t>& corrupt = source ? r.corrupt.source.values : r.corrupt.inputs.values;
   std::vector<std::string> header;
   for (size_t i = 0; i < clean.size(); ++i) {
     header.push_back(clean[i] == corrupt[i]
-                         ? std::to_string(clean[i])
-                         : std::to_string(clean[i]) + "/" + std::to_string(corrupt[i]));
+                         ? shown(run, {clean[i]})
+                         : shown(run, {clean[i]}) + "/" + shown(run, {corrupt[i]}));
   }
   return header;
 }
 
-void print_results(const train::PatchingResults& r) {
+void print_results(const train::PatchingResults& r, const PromptedRun& run) {
   size_t width = 5;
   for (const std::string& row : r.rows) width = std::max(width, row.size());
   std::string header_axis = "-";
@@ -111,7 +116,7 @@ void print_results(const train::PatchingResults& r) {
       if (header_axis.empty()) {
         std::printf("  %7s", "all");
       } else {
-        for (const std::string& token : axis_header(header_axis, r)) {
+        for (const std::string& token : axis_header(header_axis, r, run)) {
           std::printf("  %7s", token.c_str());
         }
       }
@@ -134,11 +139,14 @@ int run_patch(const std::vector<std::string>& args) {
   PatchArgs a;
   if (const int code = parse_patch_options(args, a); code >= 0) return code;
   CheckpointArgs& c = a.checkpoint;
+  set_threads(static_cast<int>(c.threads));
+  const train::LoadedModel loaded = train::load_model(c.checkpoint);
   std::optional<PromptedRun> clean_run, corrupt_run;
-  c.input = a.clean;
-  if (const int code = load_prompted_run("patch", c, clean_run, "--clean"); code >= 0) return code;
-  c.input = a.corrupt;
-  if (const int code = load_prompted_run("patch", c, corrupt_run, "--corrupt"); code >= 0) {
+  if (const int code = read_prompt("patch", c, loaded, "--clean", a.clean, clean_run); code >= 0) {
+    return code;
+  }
+  if (const int code = read_prompt("patch", c, loaded, "--corrupt", a.corrupt, corrupt_run);
+      code >= 0) {
     return code;
   }
   nn::SequenceModel& model = *clean_run->loaded.model;
@@ -153,10 +161,12 @@ int run_patch(const std::vector<std::string>& args) {
                            ": patching needs prompts of the same length",
                        c.options);
   }
-  const LogitDifference metric = logit_difference(results.clean, results.corrupt);
+  const LogitDifference metric =
+      logit_difference(results.clean, results.corrupt, clean_run->text());
   if (metric.positions.empty()) {
     return usage_error("patch",
-                       "the model answers both prompts alike (" + join(results.clean_answer) +
+                       "the model answers both prompts alike (" +
+                           shown(*clean_run, results.clean_answer) +
                            "): the corrupted prompt must change the answer",
                        c.options);
   }
@@ -195,10 +205,11 @@ int run_patch(const std::vector<std::string>& args) {
       "clean %s -> %s; corrupted %s -> %s\nlogit difference (clean answer's logit minus the "
       "corrupted answer's, summed over the %zu answer positions where they differ): clean %.4f, "
       "corrupted %.4f\npatched from the clean run (0: the corrupted run, 1: the clean run):\n",
-      a.clean.c_str(), join(results.clean_answer).c_str(), a.corrupt.c_str(),
-      join(results.corrupt_answer).c_str(), metric.positions.size(), results.clean_difference,
-      results.corrupt_difference);
-  print_results(results);
+      shown(*clean_run, clean_run->prompt).c_str(), shown(*clean_run, results.clean_answer).c_str(),
+      shown(*corrupt_run, corrupt_run->prompt).c_str(),
+      shown(*corrupt_run, results.corrupt_answer).c_str(), metric.positions.size(),
+      results.clean_difference, results.corrupt_difference);
+  print_results(results, *clean_run);
   if (!c.out.empty()) {
     train::write_patching_file(c.out, results);
     std::printf("wrote %zu rows to %s\n", results.rows.size(), c.out.c_str());

@@ -71,7 +71,7 @@ int run_sample(const std::vector<std::string>& args) {
   }
   const data::Vocabulary& vocabulary = language_model->vocabulary();
   std::vector<int64_t> prompt;
-  if (const int code = encode_prompt("sample", vocabulary, a.prompt, a.options, prompt);
+  if (const int code = encode_prompt("sample", "--prompt", vocabulary, a.prompt, a.options, prompt);
       code >= 0) {
     return code;
   }

@@ -52,6 +52,20 @@ void write_tokens(H5::H5File& file, const nn::SequenceBatch& batch,
   if (!batch.source.shape.empty()) write_ints(file, "source", batch.source.values, false);
 }
 
+// A 1-D dataset of fixed-length strings, null-padded to the longest, so that h5py reads them
+// without a global heap: f[name].asstr()[:].
+void write_strings(H5::H5File& file, const std::string& name,
+                   const std::vector<std::string>& values) {
+  size_t width = 1;
+  for (const std::string& value : values) width = std::max(width, value.size());
+  std::vector<char> packed(values.size() * width, '\0');
+  for (size_t i = 0; i < values.size(); ++i) values[i].copy(packed.data() + i * width, width);
+  const hsize_t size = values.size();
+  const H5::StrType type(H5::PredType::C_S1, width);
+  type.setStrpad(H5T_STR_NULLPAD);
+  file.createDataSet(name, type, H5::DataSpace(1, &size)).write(packed.data(), type);
+}
+
 void write_floats(H5::H5File& file, const std::string& name, const std::vector<double>& values,
                   const std::vector<hsize_t>& dims) {
   const std::vector<float> narrow(values.begin(), values.end());
@@ -67,12 +81,8 @@ void write_lens(const std::string& path, const std::string& temp, const nn::Sequ
     H5::H5File file(temp, H5F_ACC_TRUNC);
     write_tokens(file, batch, answer);
     write_ints(file, "targets", batch.targets.values, false);
-    std::vector<const char*> layers;
-    for (const std::string& layer : lens.layers) layers.push_back(layer.c_str());
-    const hsize_t count = layers.size();
-    const H5::StrType string_type(H5::PredType::C_S1, H5T_VARIABLE);
-    file.createDataSet("layers", string_type, H5::DataSpace(1, &count))
-        .write(layers.data(), string_type);
+    write_strings(file, "layers", lens.layers);
+    const hsize_t count = lens.layers.size();
     const auto positions = static_cast<hsize_t>(lens.positions);
     const auto top = static_cast<hsize_t>(lens.top_k);
     write_floats(file, "answer_probability", lens.target_probability, {count, positions});
@@ -116,20 +126,6 @@ void write_activations(const std::string& path, const std::string& temp,
   } catch (const H5::Exception& e) {
     throw FileError(path + ": cannot write activations: " + e.getDetailMsg());
   }
-}
-
-// A 1-D dataset of fixed-length strings, null-padded to the longest, so that h5py reads them
-// without a global heap: f[name].asstr()[:].
-void write_strings(H5::H5File& file, const std::string& name,
-                   const std::vector<std::string>& values) {
-  size_t width = 1;
-  for (const std::string& value : values) width = std::max(width, value.size());
-  std::vector<char> packed(values.size() * width, '\0');
-  for (size_t i = 0; i < values.size(); ++i) values[i].copy(packed.data() + i * width, width);
-  const hsize_t size = values.size();
-  const H5::StrType type(H5::PredType::C_S1, width);
-  type.setStrpad(H5T_STR_NULLPAD);
-  file.createDataSet(name, type, H5::DataSpace(1, &size)).write(packed.data(), type);
 }
 
 // One score kind of every point: [L, H].

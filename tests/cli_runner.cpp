@@ -225,6 +225,19 @@ std::string tiny_text_model(const TempDir& dir) {
   return run + "/best.h5";
 }
 
+void train_toy_models(const TempDir& dir, const std::vector<std::string>& flags) {
+  for (const char* model : {"decoder", "seq2seq"}) {
+    std::vector<std::string> args = {"train", "--model", model, "--out", dir.file(model)};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CommandResult r = run_gradlab(args);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+  }
+}
+
+std::string toy_checkpoint(const TempDir& dir, const std::string& model) {
+  return dir.file(model) + "/best.h5";
+}
+
 void expect_usage_error(const CommandResult& r, const std::string& command, const Named& named) {
   EXPECT_FALSE(r.timed_out) << r.describe();
   EXPECT_EQ(r.exit_code, 2) << r.describe();

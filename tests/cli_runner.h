@@ -87,6 +87,12 @@ inline const std::string kTinyText = "the cat sat on the mat.\nthe dog sat on th
 // dir; returns its best checkpoint's path (a test failure when training fails).
 std::string tiny_text_model(const TempDir& dir);
 
+// Trains a decoder-only and an encoder-decoder model of the toy task `flags` describe into
+// dir/decoder and dir/seq2seq (a test failure when training fails): the checkpoints a suite of
+// command tests reads, toy_checkpoint(dir, "decoder").
+void train_toy_models(const TempDir& dir, const std::vector<std::string>& flags);
+std::string toy_checkpoint(const TempDir& dir, const std::string& model);
+
 // What an error message must name: none, one or several parts.
 struct Named {
   Named() = default;

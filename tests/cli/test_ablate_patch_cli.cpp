@@ -28,11 +28,7 @@ class AblatePatchCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = std::make_unique<TempDir>();
-    for (const char* model : {"decoder", "seq2seq"}) {
-      const CommandResult r = run_gradlab(
-          with({"train", "--model", model, "--out", (dir_->path() / model).string()}, kModel));
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-    }
+    train_toy_models(*dir_, kModel);
     std::ofstream text(dir_->file("text.txt"));
     for (int i = 0; i < 40; ++i) text << kTinyText;
     text.close();
@@ -60,9 +56,7 @@ class AblatePatchCliTest : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.describe();
   }
   static void TearDownTestSuite() { dir_.reset(); }
-  static std::string checkpoint(const std::string& model) {
-    return (dir_->path() / model / "best.h5").string();
-  }
+  static std::string checkpoint(const std::string& model) { return toy_checkpoint(*dir_, model); }
   static std::unique_ptr<TempDir> dir_;
 };
 

@@ -140,11 +140,7 @@ class HeadsCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = std::make_unique<TempDir>();
-    for (const char* model : {"decoder", "seq2seq"}) {
-      const CommandResult r = run_gradlab(
-          with({"train", "--model", model, "--out", (dir_->path() / model).string()}, kModel));
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-    }
+    train_toy_models(*dir_, kModel);
     std::string text;
     for (int i = 0; i < 300; ++i) text += (i % 3 ? "the cat sat. " : "a dog ran! ");
     const std::string data = dir_->file("text.txt");
@@ -177,9 +173,7 @@ class HeadsCliTest : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.describe();
   }
   static void TearDownTestSuite() { dir_.reset(); }
-  static std::string checkpoint(const std::string& model) {
-    return (dir_->path() / model / "best.h5").string();
-  }
+  static std::string checkpoint(const std::string& model) { return toy_checkpoint(*dir_, model); }
   static std::unique_ptr<TempDir> dir_;
 };
 

@@ -46,11 +46,7 @@ class HooksCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = std::make_unique<TempDir>();
-    for (const char* model : {"decoder", "seq2seq"}) {
-      const CommandResult r = run_gradlab(
-          with({"train", "--model", model, "--out", (dir_->path() / model).string()}, kModel));
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-    }
+    train_toy_models(*dir_, kModel);
     text_checkpoint_ = tiny_text_model(*dir_);
   }
   static void TearDownTestSuite() { dir_.reset(); }

@@ -22,16 +22,12 @@ class LensCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = std::make_unique<TempDir>();
-    for (const char* model : {"decoder", "seq2seq"}) {
-      const CommandResult r = run_gradlab(
-          with({"train", "--model", model, "--out", (dir_->path() / model).string()}, kTiny));
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-    }
+    train_toy_models(*dir_, kTiny);
     text_checkpoint_ = tiny_text_model(*dir_);
   }
   static void TearDownTestSuite() { dir_.reset(); }
   static std::string checkpoint(const std::string& model) {
-    return model == "text" ? text_checkpoint_ : (dir_->path() / model / "best.h5").string();
+    return model == "text" ? text_checkpoint_ : toy_checkpoint(*dir_, model);
   }
   // The prompt flag and its value for the model.
   static std::vector<std::string> prompt_of(const std::string& model) {
@@ -62,7 +58,8 @@ TEST_F(LensCliTest, TheLastLayerIsTheSoftmaxOfTheModelsLogits) {
     H5::Exception::dontPrint();
     const H5::H5File ours(lens, H5F_ACC_RDONLY), theirs(logits, H5F_ACC_RDONLY);
     std::vector<hsize_t> dims, logit_dims, token_dims;
-    EXPECT_EQ(read_values<int64_t>(ours, "inputs", dims), read_values<int64_t>(theirs, "inputs", token_dims));
+    EXPECT_EQ(read_values<int64_t>(ours, "inputs", dims),
+              read_values<int64_t>(theirs, "inputs", token_dims));
     const std::vector<int64_t> targets = read_values<int64_t>(ours, "targets", dims);
     const std::vector<float> p = read_floats(ours, "answer_probability", dims);
     const std::vector<float> l = read_floats(theirs, "hook_logits", logit_dims);  // [T, V]

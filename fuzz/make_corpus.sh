@@ -125,6 +125,7 @@ line ablate ablate --checkpoint ck.h5 --mode mean --out a.csv --overwrite
 line patch patch --checkpoint ck.h5 --clean "1 2" --corrupt "2 1" --names '*hook_z' \
   --per-position --out p.h5
 line heads heads --checkpoint ck.h5 --length 2 --sequences 2 --out w.h5
+line lens lens --checkpoint ck.h5 --input "1 2" --top 2 --out l.h5
 line inspect inspect ck.h5
 line explain explain
 line explain-shapes explain --shapes 2,5,8,4,2

@@ -4,6 +4,7 @@
 // naming the flag and what it takes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -107,35 +108,10 @@ TEST(ToyModelRuns, AnAttentionOnlyModelWithoutNormLearnsTheCopyTask) {
 TEST(ToyModelRuns, TheCommandLineTrainsInspectsAndKeepsTheOptionsOnResume) {
   TempDir dir;
   // testing::kTiny's run, attention-only, without norm, with a ReLU (for the config file).
-  const std::vector<std::string> args{"train",
-                                      "--out",
-                                      dir.file("run"),
-                                      "--d-ff",
-                                      "0",
-                                      "--norm",
-                                      "none",
-                                      "--activation",
-                                      "relu",
-                                      "--length",
-                                      "2",
-                                      "--symbols",
-                                      "3",
-                                      "--d-model",
-                                      "8",
-                                      "--heads",
-                                      "2",
-                                      "--layers",
-                                      "1",
-                                      "--batch-size",
-                                      "2",
-                                      "--eval-size",
-                                      "2",
-                                      "--steps",
-                                      "2",
-                                      "--eval-every",
-                                      "1",
-                                      "--target-exact-match",
-                                      "0"};
+  std::vector<std::string> args{"train", "--out",        dir.file("run"), "--norm",
+                                "none",  "--activation", "relu"};
+  args.insert(args.end(), testing::kTiny.begin(), testing::kTiny.end());
+  *std::next(std::find(args.begin(), args.end(), "--d-ff")) = "0";
   const CommandResult trained = run_gradlab(args);
   ASSERT_EQ(trained.exit_code, 0) << trained.describe();
   const std::string config_file = testing::read_text(dir.path() / "run" / "config.ini");

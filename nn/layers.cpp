@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "autograd/kinds.h"
 #include "autograd/ops.h"
 #include "nn/hooks.h"
 
@@ -104,16 +105,44 @@ Tensor LearnedPositionalEmbedding::forward(int64_t length, int64_t first) const 
   return narrow(weight, 0, first, length);
 }
 
+const std::vector<NormKind>& norm_kinds() {
+  static const std::vector<NormKind> kinds{
+      {kLayerNorm, "LayerNorm before each sublayer (--pre-norm) or after it, and before the head",
+       [](int64_t dim, bool bias) { return std::make_shared<LayerNorm>(dim, 1e-5, bias); }},
+      {kNoNorm, "no normalisation: plain residual sums, the head reads the residual stream",
+       [](int64_t, bool) { return std::shared_ptr<LayerNorm>(); }},
+  };
+  return kinds;
+}
+
+const NormKind& norm_kind(const std::string& name) {
+  return row_named(norm_kinds(), name, "norm");
+}
+
+const std::vector<ActivationKind>& activation_kinds() {
+  static const std::vector<ActivationKind> kinds{
+      {kGelu, "GELU, x Phi(x) with the normal CDF (the exact form)", gelu},
+      {kRelu, "ReLU, max(x, 0)", relu},
+  };
+  return kinds;
+}
+
+const ActivationKind& activation_kind(const std::string& name) {
+  return row_named(activation_kinds(), name, "activation");
+}
+
 FeedForward::FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double dropout_p,
-                         std::shared_ptr<Generator> dropout_gen, bool bias) {
+                         std::shared_ptr<Generator> dropout_gen, bool bias,
+                         const std::string& activation)
+    : activation_(&activation_kind(activation)) {
   fc1 = register_module("fc1", std::make_shared<Linear>(d_model, d_ff, gen, bias));
   fc2 = register_module("fc2", std::make_shared<Linear>(d_ff, d_model, gen, bias));
   drop = register_module("drop", std::make_shared<Dropout>(dropout_p, std::move(dropout_gen)));
 }
 
 Tensor FeedForward::forward(const Tensor& x) const {
-  const Tensor pre = hook_point(*this, "hook_pre", fc1->forward(x));  // [B, T, F]
-  const Tensor post = hook_point(*this, "hook_post", gelu(pre));      // [B, T, F]
+  const Tensor pre = hook_point(*this, "hook_pre", fc1->forward(x));            // [B, T, F]
+  const Tensor post = hook_point(*this, "hook_post", activation_->apply(pre));  // [B, T, F]
   return drop->forward(fc2->forward(post));
 }
 

@@ -1,4 +1,6 @@
-// The basic layers: Linear, Embedding, LayerNorm, Dropout, positional encodings, FeedForward.
+// The basic layers: Linear, Embedding, LayerNorm, Dropout, positional encodings, FeedForward,
+// and the tables of the normalisations and activations a ModelConfig names (`norm`,
+// `activation`: the --norm and --activation flags).
 //
 // Initialisation (deterministic for a given Generator): Linear weights Xavier/Glorot uniform,
 // U(-a, a) with a = sqrt(6 / (in + out)), biases zero; embeddings normal(0, 0.02); LayerNorm
@@ -6,6 +8,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "autograd/indices.h"
 #include "autograd/random.h"
@@ -67,14 +71,48 @@ class LearnedPositionalEmbedding : public Module {
   Tensor weight;                                            // [max_len, C]
 };
 
-// Linear, GELU, Linear (with dropout after the second Linear when p > 0).
+// The rows' names, for code that picks one: the defaults are ModelConfig's.
+inline constexpr const char* kLayerNorm = "layer";
+inline constexpr const char* kNoNorm = "none";
+inline constexpr const char* kGelu = "gelu";
+inline constexpr const char* kRelu = "relu";
+
+// How a transformer normalises the residual stream before (pre-LN) or after (post-LN) each
+// sublayer, and before the head.
+struct NormKind {
+  const char* name;
+  const char* help;  // one line: what it does
+  // A new normalisation over dim channels, or null for none: the residual stream is read (pre-LN)
+  // or passed on (post-LN) as it is.
+  std::shared_ptr<LayerNorm> (*make)(int64_t dim, bool bias);
+};
+const std::vector<NormKind>& norm_kinds();
+// The row named name; throws ConfigError "unknown norm 'x' (expected layer or none)".
+const NormKind& norm_kind(const std::string& name);
+
+// The nonlinearity between the feed-forward sublayer's two Linears.
+struct ActivationKind {
+  const char* name;
+  const char* help;  // one line: what it computes
+  Tensor (*apply)(const Tensor& x);
+};
+const std::vector<ActivationKind>& activation_kinds();
+// The row named name; throws ConfigError "unknown activation 'x' (expected gelu or relu)".
+const ActivationKind& activation_kind(const std::string& name);
+
+// Linear, activation (a row of activation_kinds()), Linear (with dropout after the second Linear
+// when p > 0). Throws ConfigError for an unknown activation or a d_ff that is not positive.
 class FeedForward : public Module {
  public:
   FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double dropout = 0.0,
-              std::shared_ptr<Generator> dropout_gen = nullptr, bool bias = true);
+              std::shared_ptr<Generator> dropout_gen = nullptr, bool bias = true,
+              const std::string& activation = kGelu);
   Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
   std::shared_ptr<Linear> fc1, fc2;
   std::shared_ptr<Dropout> drop;
+
+ private:
+  const ActivationKind* activation_;
 };
 
 }  // namespace gradlab::nn

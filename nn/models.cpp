@@ -20,6 +20,8 @@ BlockConfig block_config(const ModelConfig& c, bool cross_attention) {
                         .dropout = c.dropout},
           .d_ff = c.d_ff,
           .pre_norm = c.pre_norm,
+          .norm = c.norm,
+          .activation = c.activation,
           .cross_attention = cross_attention,
           .dropout = c.dropout};
 }
@@ -31,11 +33,12 @@ void check_tokens(const char* model, const Indices& tokens) {
   }
 }
 
-// The logits [B, T, V] of residual [B, T, C]: ln_f, then the head's own Linear, or with tied
-// embeddings the token embedding matrix itself (logits = h E^T, no bias). Both models' unembed.
-Tensor ln_f_and_head(const Tensor& residual, const LayerNorm& ln_f,
+// The logits [B, T, V] of residual [B, T, C]: ln_f (when the model has one), then the head's own
+// Linear, or with tied embeddings the token embedding matrix itself (logits = h E^T, no bias).
+// Both models' unembed.
+Tensor ln_f_and_head(const Tensor& residual, const LayerNorm* ln_f,
                      const std::shared_ptr<Linear>& head, const Embedding& tokens) {
-  const Tensor h = ln_f.forward(residual);
+  const Tensor h = ln_f ? ln_f->forward(residual) : residual;
   return head ? head->forward(h) : linear(h, tokens.weight, Tensor());
 }
 
@@ -127,7 +130,7 @@ DecoderLM::DecoderLM(const ModelConfig& config) : SequenceModel(config) {
         "blocks." + std::to_string(i),
         std::make_shared<TransformerBlock>(block_config(config, false), gen, dropout_gen)));
   }
-  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.d_model, 1e-5, config.bias));
+  ln_f = register_module("ln_f", norm_kind(config.norm).make(config.d_model, config.bias));
   if (!config.tie_embeddings) {
     head = register_module(
         "head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen, config.bias));
@@ -156,7 +159,7 @@ Tensor DecoderLM::forward_incremental(const Indices& tokens, GenerationCache& ca
 }
 
 Tensor DecoderLM::unembed(const Tensor& residual) const {
-  return ln_f_and_head(residual, *ln_f, head, *embed->token_embedding);
+  return ln_f_and_head(residual, ln_f.get(), head, *embed->token_embedding);
 }
 
 Tensor DecoderLM::forward(const SequenceBatch& batch, AttentionMaps* maps) const {
@@ -172,13 +175,13 @@ EncoderDecoder::EncoderDecoder(const ModelConfig& config) : SequenceModel(config
         std::make_shared<TransformerBlock>(block_config(config, false), gen, dropout_gen)));
   }
   encoder_ln =
-      register_module("encoder_ln", std::make_shared<LayerNorm>(config.d_model, 1e-5, config.bias));
+      register_module("encoder_ln", norm_kind(config.norm).make(config.d_model, config.bias));
   for (int64_t i = 0; i < config.num_layers; ++i) {
     decoder_blocks.push_back(register_module(
         "decoder." + std::to_string(i),
         std::make_shared<TransformerBlock>(block_config(config, true), gen, dropout_gen)));
   }
-  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.d_model, 1e-5, config.bias));
+  ln_f = register_module("ln_f", norm_kind(config.norm).make(config.d_model, config.bias));
   if (!config.tie_embeddings) {
     head = register_module(
         "head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen, config.bias));
@@ -191,7 +194,7 @@ Tensor EncoderDecoder::encode(const Indices& source, AttentionMaps* maps) const 
   const Tensor x = embed->forward(source, embed->token_embedding->weight.dtype(), 0, true);
   const Tensor h =
       run_blocks(encoder_blocks, x, {}, {}, maps ? &maps->encoder_self : nullptr, nullptr);
-  return encoder_ln->forward(h);  // [B, S, C]
+  return encoder_ln ? encoder_ln->forward(h) : h;  // [B, S, C]
 }
 
 Tensor EncoderDecoder::decode(const Tensor& memory, const Indices& target_in,
@@ -212,7 +215,7 @@ Tensor EncoderDecoder::forward(const Indices& source, const Indices& target_in,
 }
 
 Tensor EncoderDecoder::unembed(const Tensor& residual) const {
-  return ln_f_and_head(residual, *ln_f, head, *embed->token_embedding);
+  return ln_f_and_head(residual, ln_f.get(), head, *embed->token_embedding);
 }
 
 SequenceBatch EncoderDecoder::make_batch(const Indices& samples, int64_t prompt_length) const {

@@ -22,8 +22,8 @@ class TokenAndPosition : public Module {
   std::shared_ptr<SinusoidalPositionalEncoding> sinusoidal;        // null when learned
 };
 
-// Token + position embedding, N causal blocks, final LayerNorm, and the output head: a Linear,
-// or the token embedding matrix with tie_embeddings.
+// Token + position embedding, N causal blocks, final LayerNorm (none with norm "none"), and the
+// output head: a Linear, or the token embedding matrix with tie_embeddings.
 class DecoderLM : public SequenceModel {
  public:
   explicit DecoderLM(const ModelConfig& config);
@@ -35,13 +35,13 @@ class DecoderLM : public SequenceModel {
   // The batch layout and greedy decode are SequenceModel's decoder-only defaults.
   Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const override;
   Tensor forward_incremental(const Indices& tokens, GenerationCache& cache) const override;
-  // ln_f, then the head: [B, T, C] -> [B, T, V].
+  // ln_f (if any), then the head: [B, T, C] -> [B, T, V].
   Tensor unembed(const Tensor& residual) const override;
 
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> blocks;
-  std::shared_ptr<LayerNorm> ln_f;
-  std::shared_ptr<Linear> head;  // null with tied embeddings
+  std::shared_ptr<LayerNorm> ln_f;  // null with norm "none"
+  std::shared_ptr<Linear> head;     // null with tied embeddings
 };
 
 // Encoder (self-attention blocks over the source) and decoder (causal self-attention, then
@@ -64,13 +64,13 @@ class EncoderDecoder : public SequenceModel {
   Tensor forward(const SequenceBatch& batch, AttentionMaps* maps = nullptr) const override;
   std::vector<int64_t> greedy_decode(const std::vector<int64_t>& prompt, int64_t separator,
                                      int64_t answer_length) override;
-  // The decoder's ln_f, then the head: [B, T, C] -> [B, T, V].
+  // The decoder's ln_f (if any), then the head: [B, T, C] -> [B, T, V].
   Tensor unembed(const Tensor& residual) const override;
 
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> encoder_blocks, decoder_blocks;
-  std::shared_ptr<LayerNorm> encoder_ln, ln_f;
-  std::shared_ptr<Linear> head;  // null with tied embeddings
+  std::shared_ptr<LayerNorm> encoder_ln, ln_f;  // null with norm "none"
+  std::shared_ptr<Linear> head;                 // null with tied embeddings
 };
 
 }  // namespace gradlab::nn

@@ -43,9 +43,11 @@ class Module {
  protected:
   // Registers value as a parameter (marking it as requiring grad) and returns it.
   Tensor register_parameter(const std::string& name, Tensor value);
+  // Registers module as the child `name` and returns it; a null module (a part the configuration
+  // leaves out, such as the LayerNorms of norm "none") is returned unregistered.
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
-    children_.emplace_back(name, module);
+    if (module) children_.emplace_back(name, module);
     return module;
   }
 

@@ -88,6 +88,12 @@ std::vector<ModuleCheck> make_checks() {
                       return check_with_input(layer, {2, 3, 5}, seed,
                                               [&](const Tensor& x) { return layer.forward(x); });
                     }});
+  checks.push_back({"FeedForward ReLU", "[2,3,5] d_ff=7", [](uint64_t seed) {
+                      Generator gen(seed);
+                      FeedForward layer(5, 7, gen, 0.0, nullptr, true, kRelu);
+                      return check_with_input(layer, {2, 3, 5}, seed,
+                                              [&](const Tensor& x) { return layer.forward(x); });
+                    }});
 
   const AttentionConfig mha{.d_model = 12, .num_heads = 3};
   AttentionMasks causal_padding;
@@ -125,19 +131,38 @@ std::vector<ModuleCheck> make_checks() {
                                    {.d_model = 24, .num_heads = 4, .num_kv_heads = 2}, {3, 5, 24},
                                    5, composed_gqa));
 
-  for (const bool pre_norm : {true, false}) {
-    checks.push_back(
-        {pre_norm ? "Block pre-LN" : "Block post-LN", "B=2 T=5 C=12 H=3 F=7",
-         [pre_norm](uint64_t seed) {
-           Generator gen(seed);
-           TransformerBlock block(
-               {.attention = {.d_model = 12, .num_heads = 3}, .d_ff = 7, .pre_norm = pre_norm},
-               gen);
-           AttentionMasks masks;
-           masks.causal = true;
-           return check_with_input(block, {2, 5, 12}, seed,
-                                   [&](const Tensor& x) { return block.forward(x, masks); });
-         }});
+  // The default wirings, then the toy-model options: no norm (plain residual sums either way),
+  // a ReLU feed-forward, attention-only blocks.
+  const struct {
+    const char* name;
+    const char* sizes;
+    int64_t d_ff;
+    bool pre_norm;
+    const char* norm;
+    const char* activation;
+  } blocks[] = {
+      {"Block pre-LN", "B=2 T=5 C=12 H=3 F=7", 7, true, kLayerNorm, kGelu},
+      {"Block post-LN", "B=2 T=5 C=12 H=3 F=7", 7, false, kLayerNorm, kGelu},
+      {"Block no norm, ReLU", "B=2 T=5 C=12 H=3 F=7", 7, true, kNoNorm, kRelu},
+      {"Block post-LN wiring, no norm", "B=2 T=5 C=12 H=3 F=7", 7, false, kNoNorm, kGelu},
+      {"Block attention-only", "B=2 T=5 C=12 H=3 F=0", 0, true, kLayerNorm, kGelu},
+      {"Block attention-only, no norm", "B=2 T=5 C=12 H=3 F=0", 0, true, kNoNorm, kGelu},
+  };
+  for (const auto& b : blocks) {
+    const BlockConfig config{.attention = {.d_model = 12, .num_heads = 3},
+                             .d_ff = b.d_ff,
+                             .pre_norm = b.pre_norm,
+                             .norm = b.norm,
+                             .activation = b.activation};
+    checks.push_back({b.name, b.sizes, [config](uint64_t seed) {
+                        Generator gen(seed);
+                        TransformerBlock block(config, gen);
+                        AttentionMasks masks;
+                        masks.causal = true;
+                        return check_with_input(block, {2, 5, 12}, seed, [&](const Tensor& x) {
+                          return block.forward(x, masks);
+                        });
+                      }});
   }
   checks.push_back(
       {"Block cross-attention", "B=2 T=5 S=7 C=12 H=3 F=20", [](uint64_t seed) {
@@ -174,13 +199,50 @@ std::vector<ModuleCheck> make_checks() {
                       const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
                       return check_parameters(model, seed, [&] { return model.forward(tokens); });
                     }});
-  checks.push_back({"EncoderDecoder", "V=7 B=2 S=5 T=4 C=12 H=3 L=2 F=20", [tiny](uint64_t seed) {
-                      EncoderDecoder model(tiny);
-                      const Indices source({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
-                      const Indices target({2, 4}, {0, 2, 5, 6, 0, 1, 1, 4});
-                      return check_parameters(model, seed,
-                                              [&] { return model.forward(source, target); });
+  // The toy-transformer setups: Nanda et al.'s grokking model (no LayerNorm, ReLU, no biases)
+  // and Olsson et al.'s attention-only models.
+  ModelConfig grokking = tiny;
+  grokking.num_layers = 1;
+  grokking.norm = kNoNorm;
+  grokking.activation = kRelu;
+  grokking.bias = false;
+  checks.push_back({"DecoderLM (no norm, ReLU, no bias)", "V=7 B=2 T=5 C=12 H=3 L=1 F=20",
+                    [grokking](uint64_t seed) {
+                      DecoderLM model(grokking);
+                      const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
+                      return check_parameters(model, seed, [&] { return model.forward(tokens); });
                     }});
+  ModelConfig attention_only = tiny;
+  attention_only.d_ff = 0;
+  attention_only.norm = kNoNorm;
+  checks.push_back({"DecoderLM (attention-only, no norm)", "V=7 B=2 T=5 C=12 H=3 L=2 F=0",
+                    [attention_only](uint64_t seed) {
+                      DecoderLM model(attention_only);
+                      const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
+                      return check_parameters(model, seed, [&] { return model.forward(tokens); });
+                    }});
+  // One layer each: without a norm, the activations of random parameters grow with every
+  // sublayer, and in two encoder and two decoder layers the rounding noise of the central
+  // differences exceeds the tolerance on gradients that are nearly zero (the key bias's).
+  ModelConfig seq2seq_options = tiny;
+  seq2seq_options.num_layers = 1;
+  seq2seq_options.norm = kNoNorm;
+  seq2seq_options.activation = kRelu;
+  for (const auto& [name, config] :
+       {std::pair{"EncoderDecoder", tiny},
+        std::pair{"EncoderDecoder (no norm, ReLU)", seq2seq_options},
+        std::pair{"EncoderDecoder (attention-only, no norm)", attention_only}}) {
+    checks.push_back({name,
+                      "V=7 B=2 S=5 T=4 C=12 H=3 L=" + std::to_string(config.num_layers) +
+                          " F=" + std::to_string(config.d_ff),
+                      [config](uint64_t seed) {
+                        EncoderDecoder model(config);
+                        const Indices source({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
+                        const Indices target({2, 4}, {0, 2, 5, 6, 0, 1, 1, 4});
+                        return check_parameters(model, seed,
+                                                [&] { return model.forward(source, target); });
+                      }});
+  }
   return checks;
 }
 

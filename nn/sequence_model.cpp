@@ -18,6 +18,7 @@ namespace {
 // The parts of model_footprint both kinds share: per block and for the ends of the model.
 struct Sizes {
   double c, f, kv_width, heads, positions, vocab, layers, bias;
+  double norm;  // parameters per channel of one normalisation: 0 with norm "none"
   explicit Sizes(const ModelConfig& m)
       : c(static_cast<double>(m.d_model)),
         f(static_cast<double>(m.d_ff)),
@@ -27,19 +28,27 @@ struct Sizes {
         positions(static_cast<double>(m.max_len)),
         vocab(static_cast<double>(m.vocab_size)),
         layers(static_cast<double>(m.num_layers)),
-        bias(m.bias ? 1 : 0) {}
+        bias(m.bias ? 1 : 0),
+        norm(norm_parameters_per_channel(m)) {}
+  // The norm's parameters over one channel (weight and bias, weight alone, or none), counted on
+  // the module the kind makes.
+  static double norm_parameters_per_channel(const ModelConfig& m) {
+    const std::shared_ptr<LayerNorm> one_channel = norm_kind(m.norm).make(1, m.bias);
+    return one_channel ? static_cast<double>(one_channel->num_parameters()) : 0;
+  }
   // One attention sublayer with its LayerNorm: Q and O are C x C, K and V C x KV*D.
   double attention_parameters() const {
-    return 2 * c * c + 2 * c * kv_width + bias * (2 * c + 2 * kv_width) + (1 + bias) * c;
+    return 2 * c * c + 2 * c * kv_width + bias * (2 * c + 2 * kv_width) + norm * c;
   }
-  double ffn_parameters() const { return 2 * c * f + bias * (f + c) + (1 + bias) * c; }
+  // None in an attention-only block (F = 0).
+  double ffn_parameters() const { return f > 0 ? 2 * c * f + bias * (f + c) + norm * c : 0; }
   // Per position: normalised inputs, Q/K/V, the heads' output, projections, residual sums,
-  // the feed-forward's two wide tensors and GELU, and 3 rows of attention weights per head.
+  // the feed-forward's two wide tensors and activation, and 3 rows of attention weights per head.
   double attention_activations() const { return 8 * c + 3 * heads * positions; }
-  double ffn_activations() const { return 6 * c + 3 * f; }
+  double ffn_activations() const { return f > 0 ? 6 * c + 3 * f : 0; }
   // Embeddings, final LayerNorm and the head (logits, their softmax and gradient).
   double ends_parameters(const ModelConfig& m) const {
-    return vocab * c + (m.learned_positions ? positions * c : 0) + (1 + bias) * c +
+    return vocab * c + (m.learned_positions ? positions * c : 0) + norm * c +
            (m.tie_embeddings ? 0 : vocab * c + bias * vocab);
   }
   double ends_activations() const { return 4 * c + 3 * vocab; }
@@ -58,11 +67,10 @@ ModelFootprint encoder_decoder_footprint(const ModelConfig& m) {
   const Sizes s(m);
   const double block = s.attention_parameters() + s.ffn_parameters();
   const double block_activations = s.attention_activations() + s.ffn_activations();
-  return {
-      s.ends_parameters(m) + (1 + s.bias) * s.c + s.layers * (2 * block + s.attention_parameters()),
-      s.positions * (s.ends_activations() + 4 * s.c +
-                     s.layers * (2 * block_activations + s.attention_activations())),
-      s.positions * (s.ends_activations() + 4 * s.c + 2 * block_activations)};
+  return {s.ends_parameters(m) + s.norm * s.c + s.layers * (2 * block + s.attention_parameters()),
+          s.positions * (s.ends_activations() + 4 * s.c +
+                         s.layers * (2 * block_activations + s.attention_activations())),
+          s.positions * (s.ends_activations() + 4 * s.c + 2 * block_activations)};
 }
 
 struct ModelKind {

@@ -18,30 +18,47 @@ Tensor residual_add(const Tensor& x, const Tensor& sublayer_output, const char* 
 TransformerBlock::TransformerBlock(const BlockConfig& config, Generator& gen,
                                    std::shared_ptr<Generator> dropout_gen)
     : pre_norm_(config.pre_norm) {
+  if (config.d_ff < 0) {
+    throw ConfigError(
+        "TransformerBlock: d_ff must be positive, or 0 for attention-only blocks, got " +
+        std::to_string(config.d_ff));
+  }
+  activation_kind(config.activation);  // a misspelt activation is an error with or without ffn
   const int64_t c = config.attention.d_model;
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(c, 1e-5, config.attention.bias));
+  const auto add_norm = [&, norm = &norm_kind(config.norm)](const char* name) {
+    return register_module(name, norm->make(c, config.attention.bias));
+  };
+  ln1 = add_norm("ln1");
   attn = register_module("attn",
                          std::make_shared<MultiHeadAttention>(config.attention, gen, dropout_gen));
   if (config.cross_attention) {
-    ln_cross =
-        register_module("ln_cross", std::make_shared<LayerNorm>(c, 1e-5, config.attention.bias));
+    ln_cross = add_norm("ln_cross");
     cross_attn = register_module(
         "cross_attn", std::make_shared<MultiHeadAttention>(config.attention, gen, dropout_gen));
   }
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(c, 1e-5, config.attention.bias));
-  ffn = register_module("ffn", std::make_shared<FeedForward>(c, config.d_ff, gen, 0.0, nullptr,
-                                                             config.attention.bias));
+  if (config.d_ff > 0) {
+    ln2 = add_norm("ln2");
+    ffn = register_module("ffn",
+                          std::make_shared<FeedForward>(c, config.d_ff, gen, 0.0, nullptr,
+                                                        config.attention.bias, config.activation));
+  }
   drop_ = register_module("drop", std::make_shared<Dropout>(config.dropout, dropout_gen));
 }
 
-Tensor TransformerBlock::sublayer(const Tensor& h, const LayerNorm& norm, const char* name,
+Tensor TransformerBlock::sublayer(const Tensor& h, const LayerNorm* norm, const char* name,
                                   const char* out_point,
                                   const std::function<Tensor(const Tensor&)>& body) const {
+  const auto normalized = [norm](const Tensor& x) { return norm ? norm->forward(x) : x; };
   if (pre_norm_) {
-    return residual_add(h, hook_point(*this, out_point, drop_->forward(body(norm.forward(h)))),
-                        name);
+    return residual_add(h, hook_point(*this, out_point, drop_->forward(body(normalized(h)))), name);
   }
-  return norm.forward(residual_add(h, hook_point(*this, out_point, drop_->forward(body(h))), name));
+  return normalized(residual_add(h, hook_point(*this, out_point, drop_->forward(body(h))), name));
+}
+
+Tensor TransformerBlock::feed_forward(const Tensor& h) const {
+  if (!ffn) return h;
+  return sublayer(h, ln2.get(), "feed-forward", "hook_mlp_out",
+                  [&](const Tensor& in) { return ffn->forward(in); });
 }
 
 Tensor TransformerBlock::forward_incremental(const Tensor& x, KVCache& cache) const {
@@ -50,10 +67,9 @@ Tensor TransformerBlock::forward_incremental(const Tensor& x, KVCache& cache) co
         "TransformerBlock: generation reads running text; this block has "
         "cross-attention");
   }
-  const Tensor h = sublayer(x, *ln1, "attention", "hook_attn_out",
+  const Tensor h = sublayer(x, ln1.get(), "attention", "hook_attn_out",
                             [&](const Tensor& in) { return attn->forward_incremental(in, cache); });
-  return sublayer(h, *ln2, "feed-forward", "hook_mlp_out",
-                  [&](const Tensor& in) { return ffn->forward(in); });
+  return feed_forward(h);
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_masks,
@@ -77,18 +93,17 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionMasks& self_mas
     return result.output;
   };
   Tensor h = hook_point(*this, "hook_resid_pre", x);
-  h = sublayer(h, *ln1, "attention", "hook_attn_out",
+  h = sublayer(h, ln1.get(), "attention", "hook_attn_out",
                [&](const Tensor& in) { return attend(*attn, in, in, self_masks, self_weights); });
   h = hook_point(*this, "hook_resid_mid", h);
   if (cross_attn) {
-    h = sublayer(h, *ln_cross, "cross-attention", "hook_cross_attn_out", [&](const Tensor& in) {
-      return attend(*cross_attn, in, memory, memory_masks, cross_weights);
-    });
+    h = sublayer(h, ln_cross.get(), "cross-attention", "hook_cross_attn_out",
+                 [&](const Tensor& in) {
+                   return attend(*cross_attn, in, memory, memory_masks, cross_weights);
+                 });
     h = hook_point(*this, "hook_resid_mid_cross", h);
   }
-  h = sublayer(h, *ln2, "feed-forward", "hook_mlp_out",
-               [&](const Tensor& in) { return ffn->forward(in); });
-  return hook_point(*this, "hook_resid_post", h);
+  return hook_point(*this, "hook_resid_post", feed_forward(h));
 }
 
 }  // namespace gradlab::nn

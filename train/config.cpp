@@ -11,6 +11,7 @@
 #include "autograd/format.h"
 #include "data/tasks.h"
 #include "nn/initialisation.h"
+#include "nn/layers.h"
 #include "train/memory.h"
 
 namespace gradlab::train {
@@ -76,13 +77,18 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
     for (const ScheduleKind& kind : schedule_kinds()) names.push_back(kind.name);
     return name_list(names);
   }();
-  static const std::string init_help = [] {
+  // "layer: ...; none: ...": a table's rows with their help lines.
+  const auto rows_help = [](const auto& rows) {
     std::string help;
-    for (const nn::InitKind& kind : nn::init_kinds()) {
-      help += (help.empty() ? "" : "; ") + std::string(kind.name) + ": " + kind.help;
+    for (const auto& row : rows) {
+      help += (help.empty() ? "" : "; ") + std::string(row.name) + ": " + row.help;
     }
     return help;
-  }();
+  };
+  static const std::string init_help = rows_help(nn::init_kinds());
+  static const std::string norm_help = rows_help(nn::norm_kinds());
+  static const std::string activation_help =
+      "the feed-forward's nonlinearity; " + rows_help(nn::activation_kinds());
   std::vector<ConfigField> fields{{"task", &c.task.name, task_help.c_str()}};
   fields.insert(fields.end(), task_fields.begin(), task_fields.end());
   const std::vector<ConfigField> model_fields{
@@ -91,7 +97,7 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"heads", &c.net.num_heads, "attention heads H (must divide d-model)"},
       {"kv-heads", &c.net.num_kv_heads, "K/V heads (0: same as heads; 1: multi-query)"},
       {"layers", &c.net.num_layers, "transformer blocks (seq2seq: per encoder and decoder)"},
-      {"d-ff", &c.net.d_ff, "feed-forward hidden width"},
+      {"d-ff", &c.net.d_ff, "feed-forward hidden width F (0: attention-only blocks)"},
       {"dropout", &c.net.dropout, "dropout probability"},
       {"pre-norm", &c.net.pre_norm, "pre-LayerNorm blocks (false: post-LayerNorm)"},
       {"learned-positions", &c.net.learned_positions,
@@ -134,6 +140,8 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"tie-embeddings", &c.net.tie_embeddings, "the output head shares the token embedding matrix",
        true, true},
       {"init", &c.net.init, init_help.c_str(), true, true},
+      {"norm", &c.net.norm, norm_help.c_str(), true, true},
+      {"activation", &c.net.activation, activation_help.c_str(), true, true},
   };
   fields.insert(fields.end(), model_fields.begin(), model_fields.end());
   if (loop) fields.insert(fields.end(), loop_fields.begin(), loop_fields.end());
@@ -204,11 +212,17 @@ void check_fields(const RunConfig& c) {
     }
   }
   make_task(c);  // checks the task's own options
-  try {
-    nn::init_kind(c.net.init);
-  } catch (const ConfigError& e) {
-    throw ConfigError(std::string("--init: ") + e.what());
-  }
+  // A model option names a row of its table: the error names the flag and the rows.
+  const auto check_kind = [](const char* flag, const auto& find, const std::string& name) {
+    try {
+      find(name);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string(flag) + ": " + e.what());
+    }
+  };
+  check_kind("--init", nn::init_kind, c.net.init);
+  check_kind("--norm", nn::norm_kind, c.net.norm);
+  check_kind("--activation", nn::activation_kind, c.net.activation);
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
   check(c.net.num_heads > 0, "--heads must be positive, got " + format_number(c.net.num_heads));
   check(c.net.d_model % c.net.num_heads == 0, "--d-model " + format_number(c.net.d_model) +
@@ -220,7 +234,8 @@ void check_fields(const RunConfig& c) {
         "--heads " + format_number(c.net.num_heads) + " is not divisible by --kv-heads " +
             format_number(c.net.num_kv_heads));
   check(c.net.num_layers > 0, "--layers must be positive, got " + format_number(c.net.num_layers));
-  check(c.net.d_ff > 0, "--d-ff must be positive, got " + format_number(c.net.d_ff));
+  check(c.net.d_ff >= 0, "--d-ff must be positive, or 0 for attention-only blocks, got " +
+                             format_number(c.net.d_ff));
   check(c.net.dropout >= 0 && c.net.dropout < 1,
         "--dropout must be in [0, 1), got " + format_number(c.net.dropout));
   check(c.batch_size > 0, "--batch-size must be positive, got " + format_number(c.batch_size));

@@ -22,20 +22,30 @@ TEST(Memory, TheParameterCountIsTheModelsOwn) {
     std::string model;
     int64_t kv_heads;
     bool bias, tie, learned;
+    int64_t d_ff = 40;
+    std::string norm = nn::kLayerNorm;
   };
-  for (const Case& c :
-       std::vector<Case>{{"decoder", "decoder", 0, true, false, true},
-                         {"decoder GQA, sinusoidal", "decoder", 2, true, false, false},
-                         {"decoder, no bias, tied", "decoder", 1, false, true, true},
-                         {"seq2seq", "seq2seq", 0, true, false, true},
-                         {"seq2seq GQA, no bias", "seq2seq", 2, false, false, false}}) {
+  for (const Case& c : std::vector<Case>{
+           {"decoder", "decoder", 0, true, false, true},
+           {"decoder GQA, sinusoidal", "decoder", 2, true, false, false},
+           {"decoder, no bias, tied", "decoder", 1, false, true, true},
+           {"seq2seq", "seq2seq", 0, true, false, true},
+           {"seq2seq GQA, no bias", "seq2seq", 2, false, false, false},
+           {"decoder, attention-only", "decoder", 0, true, false, true, 0},
+           {"decoder, no norm", "decoder", 0, true, false, true, 40, nn::kNoNorm},
+           {"decoder, attention-only, no norm, no bias", "decoder", 0, false, false, true, 0,
+            nn::kNoNorm},
+           {"seq2seq, attention-only", "seq2seq", 0, true, false, true, 0},
+           {"seq2seq, no norm, no bias", "seq2seq", 0, false, false, true, 40, nn::kNoNorm},
+           {"seq2seq, attention-only, no norm", "seq2seq", 0, true, true, true, 0, nn::kNoNorm}}) {
     SCOPED_TRACE(c.name);
     RunConfig config;
     config.model = c.model;
-    config.task.length = 5;  // unequal sizes everywhere: V 12, C 24, H 4, F 40, L 3
+    config.task.length = 5;  // unequal sizes everywhere: V 12, C 24, H 4, F 40 (or 0), L 3
     config.net.d_model = 24;
     config.net.num_kv_heads = c.kv_heads;
-    config.net.d_ff = 40;
+    config.net.d_ff = c.d_ff;
+    config.net.norm = c.norm;
     config.net.num_layers = 3;
     config.net.bias = c.bias;
     config.net.tie_embeddings = c.tie;

@@ -51,7 +51,7 @@ int run_gradcheck(const std::vector<std::string>& args) {
   if (const int code = parse_gradcheck_options(args, only, seed); code >= 0) return code;
 
   bool all_passed = true;
-  std::printf("%-24s %-34s %12s %12s  %s\n", "op", "input shapes", "max abs err", "max rel err",
+  std::printf("%-40s %-34s %12s %12s  %s\n", "op", "input shapes", "max abs err", "max rel err",
               "result");
   for (const OpCheck& check : op_checks()) {
     if (!only.empty() && check.name != only) continue;
@@ -66,14 +66,14 @@ int run_gradcheck(const std::vector<std::string>& args) {
     opts.seed = seed;
     const GradcheckReport report = gradcheck(check.fn, inputs, opts);
     all_passed = all_passed && report.passed();
-    std::printf("%-24s %-34s %12.3e %12.3e  %s\n", check.name.c_str(), shapes.c_str(),
+    std::printf("%-40s %-34s %12.3e %12.3e  %s\n", check.name.c_str(), shapes.c_str(),
                 report.max_abs_error(), report.max_rel_error(), report.passed() ? "PASS" : "FAIL");
   }
   for (const nn::ModuleCheck& check : nn::module_checks()) {
     if (!only.empty() && check.name != only) continue;
     const GradcheckReport report = check.run(seed);
     all_passed = all_passed && report.passed();
-    std::printf("%-24s %-34s %12.3e %12.3e  %s\n", check.name.c_str(), check.sizes.c_str(),
+    std::printf("%-40s %-34s %12.3e %12.3e  %s\n", check.name.c_str(), check.sizes.c_str(),
                 report.max_abs_error(), report.max_rel_error(), report.passed() ? "PASS" : "FAIL");
   }
   return all_passed ? kExitOk : kExitFailure;

@@ -42,9 +42,9 @@ int parse_patch_options(const std::vector<std::string>& args, PatchArgs& a) {
       "the corrupted prompt, of the same length, whose answer differs")(
       "names", po::value(&a.names)->multitoken(),
       "hook points to patch: names or globs; default '*hook_resid_pre' '*hook_attn_out' "
-      "'*hook_mlp_out'; a point with heads (hook_z, hook_q, ...) is patched head by head")(
-      "per-position", po::bool_switch(&a.per_position),
-      "patch one position at a time (a point's first position axis)");
+      "'*hook_mlp_out' (those the model has); a point with heads (hook_z, hook_q, ...) is patched "
+      "head by head")("per-position", po::bool_switch(&a.per_position),
+                      "patch one position at a time (a point's first position axis)");
   return parse_with_output(
       "patch", args, a.checkpoint, "the patching results",
       {.help = "also write the results to this (new) HDF5 file", .required = false});
@@ -171,7 +171,17 @@ int run_patch(const std::vector<std::string>& args) {
                        c.options);
   }
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, results.corrupt);
-  const std::vector<std::string> patterns = a.names.empty() ? kDefaultNames : a.names;
+  std::vector<std::string> patterns = a.names;
+  if (patterns.empty()) {
+    // An attention-only model has no hook_mlp_out: the defaults are the points it has.
+    for (const std::string& name : kDefaultNames) {
+      const nn::HookFilter filter(name);
+      if (std::any_of(points.begin(), points.end(),
+                      [&](const nn::HookPointInfo& p) { return filter.matches(p.name); })) {
+        patterns.push_back(name);
+      }
+    }
+  }
   std::optional<nn::HookFilter> filter;
   try {
     filter = nn::any_of_points(points, patterns, "--names");

@@ -224,6 +224,31 @@ TEST_F(AblatePatchCliTest, PatchReadsTheEncodersSourcePositions) {
   EXPECT_TRUE(file.nameExists("clean_source"));
 }
 
+TEST_F(AblatePatchCliTest, AnAttentionOnlyModelHasNoFeedForwardPartsToKnockOutOrPatch) {
+  TempDir tmp;
+  std::vector<std::string> flags = {"train", "--norm", "none", "--out", tmp.file("run")};
+  for (size_t i = 0; i < kModel.size(); i += 2) {
+    flags.insert(flags.end(), {kModel[i], kModel[i] == "--d-ff" ? "0" : kModel[i + 1]});
+  }
+  CommandResult r = run_gradlab(flags);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const std::string checkpoint = tmp.file("run") + "/best.h5";
+  const std::string csv = tmp.file("ablation.csv");
+  r = run_gradlab({"ablate", "--checkpoint", checkpoint, "--out", csv});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto rows = read_csv(csv);
+  EXPECT_EQ(rows.size(), 2u + 4u) << "the intact model and 2 layers of 2 heads";
+  for (const auto& row : rows) EXPECT_FALSE(contains(row[0], "mlp")) << row[0];
+  const std::string out = tmp.file("patch.h5");
+  r = run_gradlab({"patch", "--checkpoint", checkpoint, "--clean", "1 2 3 4", "--corrupt",
+                   "1 2 5 4", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  H5::Exception::dontPrint();
+  EXPECT_EQ(read_strings(H5::H5File(out, H5F_ACC_RDONLY), "rows"),
+            (std::vector<std::string>{"blocks.0.hook_resid_pre", "blocks.0.hook_attn_out",
+                                      "blocks.1.hook_resid_pre", "blocks.1.hook_attn_out"}));
+}
+
 TEST_F(AblatePatchCliTest, PatchRefusesPromptsItCannotCompare) {
   TempDir tmp;
   CommandResult r = run_gradlab({"patch", "--checkpoint", checkpoint("decoder"), "--clean",

@@ -125,7 +125,9 @@ std::shared_ptr<const DataSource> SequenceTask::data_source(
 std::vector<ConfigField> sequence_task_fields(TaskConfig& c) {
   return {
       {"length", &c.length, "data tokens per sample (recall: key-value pairs)"},
-      {"symbols", &c.num_symbols, "number of data symbols (vocabulary = symbols + 2)"},
+      {"symbols", &c.num_symbols,
+       "number of data symbols (vocabulary = symbols + 2); --task mqar: the vocabulary, 256 "
+       "unless given"},
   };
 }
 

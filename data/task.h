@@ -22,12 +22,14 @@ class SequenceTask;
 class Vocabulary;
 
 // A task's settings. The sequence tasks read length and num_symbols, the text task its own
-// struct; a checkpoint's /config holds only the fields of its task (Task::fields).
+// struct, mqar pairs, num_symbols and text.context; a checkpoint's /config holds only the
+// fields of its task (Task::fields).
 struct TaskConfig {
   std::string name = "copy";  // a row of task_kinds()
   int64_t length = 10;        // sequence tasks: data tokens per sample (recall: key-value pairs)
-  int64_t num_symbols = 10;   // sequence tasks: data symbols 1..num_symbols
-  TextOptions text;           // the text task
+  int64_t num_symbols = 10;   // sequence tasks: data symbols 1..num_symbols (mqar: vocabulary)
+  int64_t pairs = 8;          // mqar: key-value pairs per sequence
+  TextOptions text;           // the text task (mqar reads its context: the sequence length)
   // A program's own data (data/program_data.cpp): the vocabulary V and the positions of the
   // model it trained, which a built-in task would have set.
   int64_t vocab_size = 0;
@@ -77,6 +79,9 @@ class Task : public std::enable_shared_from_this<Task> {
   // The task's prompts and answers, for `gradlab predict` and `attention`; null for a language
   // model.
   virtual const SequenceTask* sequence_task() const { return nullptr; }
+  // What Metrics::token_accuracy counts, for reports: every answer token by default; a task
+  // whose counted targets are something else names them (mqar: "answer accuracy", per query).
+  virtual std::string accuracy_name() const { return "token accuracy"; }
 
  protected:
   explicit Task(std::string name) : name_(std::move(name)) {}

@@ -20,6 +20,8 @@ const std::vector<TaskKind>& task_kinds() {
        make_recall_task},
       {"text", "a character- or byte-level language model on a file (--data)", text_task_fields,
        make_text_task},
+      {"mqar", "multi-query associative recall: key-value pairs, then every key queried",
+       mqar_task_fields, make_mqar_task, false, mqar_own_defaults},
       {"program", "a program's own data (train::DataSource): the model alone is in the file",
        program_data_fields, make_program_data_task, true},
   };
@@ -45,6 +47,12 @@ const TaskKind& task_kind(const std::string& name) {
   }
   // Lists the tasks a run can name: not the row of a program's own data.
   throw ConfigError("task: unknown task " + quote(name) + " (expected " + task_names() + ")");
+}
+
+void apply_own_defaults(TaskConfig& config, const std::function<bool(const char* key)>& given) {
+  for (const TaskKind& kind : task_kinds()) {
+    if (config.name == kind.name && kind.own_defaults) kind.own_defaults(config, given);
+  }
 }
 
 std::unique_ptr<Task> make_task(const TaskConfig& config) {

@@ -3,6 +3,7 @@
 // docs/tasks.md.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,16 +26,26 @@ struct TaskKind {
   // fields, not a run's (no optimizer, schedule or loop), and no data: gradlab train cannot
   // run it and eval has no held-out set to score; predict and attention read raw token ids.
   bool own_data = false;
+  // Sets the options whose default for this kind differs from the shared flag's (mqar's
+  // --symbols), unless given(key) says the user chose them; null when there are none.
+  void (*own_defaults)(TaskConfig& config,
+                       const std::function<bool(const char* key)>& given) = nullptr;
 };
 
 const std::vector<TaskKind>& task_kinds();
 
 // The row of config.name; throws ConfigError "task: unknown task 'x' (expected copy, ...)".
 const TaskKind& task_kind(const std::string& name);
-// "copy, reverse, sort, recall or text": the names of the rows gradlab train can run, in order.
+// "copy, reverse, sort, recall, text or mqar": the names of the rows gradlab train can run, in
+// order.
 std::string task_names();
 // The row that marks a program's own data (TaskKind::own_data).
 const TaskKind& own_data_kind();
+
+// The own defaults of config's kind (TaskKind::own_defaults), for a run whose options came
+// from flags or a config file; given(key): the user set that option. Nothing for an unknown
+// name (make_task refuses it).
+void apply_own_defaults(TaskConfig& config, const std::function<bool(const char* key)>& given);
 
 // The task config names, its options checked.
 std::unique_ptr<Task> make_task(const TaskConfig& config);

@@ -159,7 +159,7 @@ std::vector<ConfigField> text_task_fields(TaskConfig& c) {
       {"data", &t.data, "--task text: the text file to model", true, true},
       {"tokenizer", &t.tokenizer, "--task text: char (Unicode characters) or byte (any file)", true,
        true},
-      {"context", &t.context, "--task text: tokens the model reads at once", true, true},
+      {"context", &t.context, "--task text and mqar: tokens the model reads at once", true, true},
       {"val-fraction", &t.val_fraction, "--task text: the end of the file held out", true, true},
       {"eval-iters", &t.eval_iters, "--task text: validation windows per evaluation", true, true},
       {"eval-full", &t.eval_full, "--task text: evaluate on the whole validation split", true,

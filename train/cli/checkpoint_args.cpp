@@ -170,6 +170,11 @@ int read_prompt(const std::string& command, const CheckpointArgs& a, train::Load
     }
   } else {
     const data::SequenceTask* sequence_task = task->sequence_task();
+    if (!sequence_task) {
+      throw ConfigError(a.checkpoint + ": a " + task->name() +
+                        " model answers inside its sequences, not after a prompt: " + command +
+                        " has no prompt to read; score it with gradlab eval");
+    }
     try {
       sequence_task->validate_prompt(*tokens);
     } catch (const ConfigError& e) {

@@ -119,16 +119,18 @@ int run_ablate(const std::vector<std::string>& args) {
       row_named(train::ablation_modes(), a.mode, "ablation mode", "--mode: ");
   const train::AblationResults results = train::ablate_each_part(*run.trainer, mode.id);
   const train::Metrics& intact = results.intact;
-  const bool sequences = task->sequence_task() != nullptr;
+  const bool sequences = task->language_model() == nullptr;  // whole answers to match
+  const std::string accuracy = task->accuracy_name();
   std::printf("checkpoint %s (task %s, %lld held-out sequences); %s ablation: %s\n",
               a.checkpoint.checkpoint.c_str(), task->name().c_str(),
               static_cast<long long>(run.trainer->heldout().inputs.shape[0]), mode.name,
               mode.description);
-  std::printf("intact model: loss %.6f, token accuracy %.4f", intact.loss, intact.token_accuracy);
+  std::printf("intact model: loss %.6f, %s %.4f", intact.loss, accuracy.c_str(),
+              intact.token_accuracy);
   if (sequences) std::printf(", exact match %.4f", intact.exact_match);
   std::printf("\n");
   print_table("held-out loss", intact.loss, results, &train::Metrics::loss);
-  print_table("token accuracy", intact.token_accuracy, results, &train::Metrics::token_accuracy);
+  print_table(accuracy.c_str(), intact.token_accuracy, results, &train::Metrics::token_accuracy);
   if (sequences) {
     print_table("exact match", intact.exact_match, results, &train::Metrics::exact_match);
   }

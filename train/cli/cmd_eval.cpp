@@ -52,9 +52,10 @@ int run_eval(const std::vector<std::string>& args) {
   }
   std::printf(
       "checkpoint %s (step %lld, task %s, %lld held-out sequences)\n"
-      "loss %.6f\ntoken accuracy %.4f\nexact match %.4f\n",
+      "loss %.6f\n%s %.4f\nexact match %.4f\n",
       a.checkpoint.c_str(), static_cast<long long>(run.trainer->step()), task->name().c_str(),
-      static_cast<long long>(config.eval_size), m.loss, m.token_accuracy, m.exact_match);
+      static_cast<long long>(config.eval_size), m.loss, task->accuracy_name().c_str(),
+      m.token_accuracy, m.exact_match);
   return kExitOk;
 }
 

@@ -112,6 +112,7 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
     return usage_error("train", std::string(config_file) + ": " + error_message(e), options);
   }
   apply_old_names(vm, opts.config);
+  apply_task_defaults(vm, opts.config);
   if (!opts.resume.empty()) {
     const RunConfig given = opts.config;
     std::error_code not_a_directory;  // a name the system refuses is left to the checks below
@@ -292,10 +293,11 @@ int run_train(const std::vector<std::string>& args) {
   }
   const Metrics& final_metrics = result.last_metrics;
   std::printf(
-      "Trained %lld steps in %.2f s: held-out loss %.4f, token accuracy %.2f%%, exact "
-      "match %.2f%%%s\nCheckpoint: %s\nMetrics: %s\n",
+      "Trained %lld steps in %.2f s: held-out loss %.4f, %s %.2f%%, exact match %.2f%%%s\n"
+      "Checkpoint: %s\nMetrics: %s\n",
       static_cast<long long>(trainer.step() - result.first_step), cli->seconds(),
-      final_metrics.loss, 100 * final_metrics.token_accuracy, 100 * final_metrics.exact_match,
+      final_metrics.loss, opts.task->accuracy_name().c_str(), 100 * final_metrics.token_accuracy,
+      100 * final_metrics.exact_match,
       result.reason == StopReason::Target ? " (target reached)" : "", result.checkpoint.c_str(),
       (fs::path(config.out_dir) / "metrics.csv").c_str());
   if (group.size() > 1) {

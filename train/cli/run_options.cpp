@@ -1,6 +1,7 @@
 #include "train/cli/run_options.h"
 
 #include "autograd/format.h"
+#include "data/tasks.h"
 
 namespace gradlab::cli {
 
@@ -43,6 +44,11 @@ void apply_old_names(const po::variables_map& vm, train::RunConfig& config) {
     if (vm.count(f.key) && !vm[f.key].defaulted()) continue;  // the new name was given
     std::visit([&]<class P>(P* p) { *p = vm[f.old_key].as<P>(); }, f.value);
   }
+}
+
+void apply_task_defaults(const po::variables_map& vm, train::RunConfig& config) {
+  data::apply_own_defaults(config.task,
+                           [&](const char* key) { return vm.count(key) && !vm[key].defaulted(); });
 }
 
 }  // namespace gradlab::cli

@@ -18,4 +18,8 @@ void add_run_options(boost::program_options::options_description& options,
 // given too; call it once the flags and the config file are stored and notified.
 void apply_old_names(const boost::program_options::variables_map& vm, train::RunConfig& config);
 
+// Sets the defaults that differ for the run's task (data::apply_own_defaults: mqar's --symbols)
+// where neither a flag nor the config file gave a value; call it after apply_old_names.
+void apply_task_defaults(const boost::program_options::variables_map& vm, train::RunConfig& config);
+
 }  // namespace gradlab::cli

@@ -14,10 +14,12 @@ std::unique_ptr<Task> make_reverse_task(const TaskConfig& config);       // copy
 std::unique_ptr<Task> make_sort_task(const TaskConfig& config);          // copy_task.cpp
 std::unique_ptr<Task> make_recall_task(const TaskConfig& config);        // recall_task.cpp
 std::unique_ptr<Task> make_text_task(const TaskConfig& config);          // text_task.cpp
+std::unique_ptr<Task> make_modular_task(const TaskConfig& config);       // modular_task.cpp
 std::unique_ptr<Task> make_program_data_task(const TaskConfig& config);  // program_data.cpp
 
 std::vector<ConfigField> sequence_task_fields(TaskConfig& config);  // sequence_task.cpp
 std::vector<ConfigField> text_task_fields(TaskConfig& config);      // text_task.cpp
+std::vector<ConfigField> modular_task_fields(TaskConfig& config);   // modular_task.cpp
 std::vector<ConfigField> program_data_fields(TaskConfig& config);   // program_data.cpp
 
 }  // namespace gradlab::data

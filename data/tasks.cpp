@@ -18,6 +18,8 @@ const std::vector<TaskKind>& task_kinds() {
       {"sort", "the prompt's symbols in ascending order", sequence_task_fields, make_sort_task},
       {"recall", "key-value pairs then a key: answer its value", sequence_task_fields,
        make_recall_task},
+      {"modular", "a b = (a op b) mod P, trained on a fixed part of the P^2 pairs (grokking)",
+       modular_task_fields, make_modular_task},
       {"text", "a character- or byte-level language model on a file (--data)", text_task_fields,
        make_text_task},
       {"program", "a program's own data (train::DataSource): the model alone is in the file",

@@ -25,6 +25,7 @@
 #include "autograd/ops.h"
 #include "autograd/threads.h"
 #include "data/data_source.h"
+#include "data/modular_task.h"
 #include "data/mqar_task.h"
 #include "data/sequence_task.h"
 #include "data/streams.h"

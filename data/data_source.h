@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "nn/sequence_model.h"
 
@@ -18,6 +19,10 @@ class DataSource {
   virtual nn::SequenceBatch training_batch(int64_t step) const = 0;
   // The fixed held-out set that evaluate() scores.
   virtual nn::SequenceBatch heldout() const = 0;
+  // The whole training set, for a source whose training set is finite (data::Task::
+  // training_set_size): evaluate() scores it beside the held-out set. Empty for a source that
+  // draws fresh samples at every step.
+  virtual std::optional<nn::SequenceBatch> training_set() const { return std::nullopt; }
 };
 
 }  // namespace gradlab::data

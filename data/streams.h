@@ -16,10 +16,12 @@ constexpr uint64_t splitmix64(uint64_t x) {
 
 // Seed of stream `index` of `seed`. For a fixed seed it is a bijection of index, so distinct
 // indices never share a generator. Training steps use indices 0..2^63-1; held-out data uses
-// kHeldoutIndex, which no training step reaches.
+// kHeldoutIndex and a task's split of a finite set into training and held-out parts
+// kSplitIndex, which no training step reaches.
 constexpr uint64_t stream_seed(uint64_t seed, uint64_t index) {
   return splitmix64(splitmix64(seed) ^ index);
 }
 constexpr uint64_t kHeldoutIndex = ~0ULL;
+constexpr uint64_t kSplitIndex = ~0ULL - 1;
 
 }  // namespace gradlab::data

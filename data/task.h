@@ -30,6 +30,10 @@ struct TaskConfig {
   int64_t num_symbols = 10;   // sequence tasks: data symbols 1..num_symbols (mqar: vocabulary)
   int64_t pairs = 8;          // mqar: key-value pairs per sequence
   TextOptions text;           // the text task (mqar reads its context: the sequence length)
+  // The modular task (data/modular_task.h): (a op b) mod modulus, its pairs split once.
+  int64_t modulus = 113;
+  std::string operation = "add";  // a row of modular_operations()
+  double train_fraction = 0.3;    // of the modulus^2 pairs
   // A program's own data (data/program_data.cpp): the vocabulary V and the positions of the
   // model it trained, which a built-in task would have set.
   int64_t vocab_size = 0;
@@ -61,6 +65,11 @@ class Task : public std::enable_shared_from_this<Task> {
   virtual std::string vocabulary_flag() const = 0;
   // The held-out set: its rows given --eval-size, and its positions given the model's.
   virtual HeldoutSize heldout_size(int64_t eval_size, int64_t model_positions) const = 0;
+
+  // Sequences in the task's training set when it is finite (every step then draws from it,
+  // --batch-size 0 takes all of it, and every evaluation scores it too: DataSource::
+  // training_set), or 0 for a task that draws fresh samples at every step.
+  virtual int64_t training_set_size() const { return 0; }
 
   // Reads what the task needs before its sizes are known (text: the file, whose vocabulary it
   // stores in config.text.vocabulary unless config has one already). Throws ConfigError

@@ -115,11 +115,12 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"schedule", &c.schedule.name, schedule_help.c_str()},
       {"warmup", &c.schedule.warmup_steps, "linear warm-up steps"},
       {"min-lr", &c.schedule.min_lr, "cosine: final learning rate"},
-      {"batch-size", &c.batch_size, "sequences per step"},
+      {"batch-size", &c.batch_size,
+       "sequences per step (0: the whole training set, for a task with a finite one: modular)"},
       {"steps", &c.steps, "maximum optimizer steps"},
       {"clip", &c.clip_norm, "clip gradients to this global norm (0: off)"},
       {"eval-every", &c.eval_every, "steps between held-out evaluations"},
-      {"eval-size", &c.eval_size, "held-out sequences"},
+      {"eval-size", &c.eval_size, "held-out sequences (modular: unused, all unseen pairs)"},
       {"target-exact-match", &c.target_exact_match,
        "stop once the held-out exact match (every answer token right) reaches this (0: never)",
        true, false, true, "target-accuracy"},
@@ -169,6 +170,10 @@ std::shared_ptr<data::Task> prepare_task(RunConfig& config) {
   return task;
 }
 
+int64_t batch_rows(const RunConfig& config) {
+  return config.batch_size == 0 ? make_task(config)->training_set_size() : config.batch_size;
+}
+
 int64_t max_threads() {
   return 4 * std::max<int64_t>(std::thread::hardware_concurrency(), 1);
 }
@@ -211,7 +216,7 @@ void check_fields(const RunConfig& c) {
             std::string("--") + f.key + " must be a finite number, got " + format_number(**value));
     }
   }
-  make_task(c);  // checks the task's own options
+  const std::unique_ptr<data::Task> task = make_task(c);  // checks the task's own options
   // A model option names a row of its table: the error names the flag and the rows.
   const auto check_kind = [](const char* flag, const auto& find, const std::string& name) {
     try {
@@ -238,7 +243,14 @@ void check_fields(const RunConfig& c) {
                              format_number(c.net.d_ff));
   check(c.net.dropout >= 0 && c.net.dropout < 1,
         "--dropout must be in [0, 1), got " + format_number(c.net.dropout));
-  check(c.batch_size > 0, "--batch-size must be positive, got " + format_number(c.batch_size));
+  if (task->training_set_size() > 0) {
+    check(c.batch_size >= 0,
+          "--batch-size must be positive, or 0 for the whole training set, got " +
+              format_number(c.batch_size));
+  } else {
+    check(c.batch_size > 0, "--batch-size must be positive, got " + format_number(c.batch_size) +
+                                " (0, the whole training set, is for a task with a finite one)");
+  }
   check(c.steps > 0, "--steps must be positive, got " + format_number(c.steps));
   check(c.clip_norm >= 0, "--clip must not be negative, got " + format_number(c.clip_norm));
   check(c.eval_every > 0, "--eval-every must be positive, got " + format_number(c.eval_every));
@@ -279,7 +291,7 @@ void finalize(RunConfig& c) {
   const std::string model = flag("--d-model", c.net.d_model), ff = flag("--d-ff", c.net.d_ff),
                     batch = flag("--batch-size", c.batch_size), length = task->length_flag(),
                     vocabulary = task->vocabulary_flag();
-  const int64_t B = c.batch_size, T = positions, C = c.net.d_model, V = vocab_size;
+  const int64_t B = batch_rows(c), T = positions, C = c.net.d_model, V = vocab_size;
   check_elements("[C, C] weights", {C, C}, {model});
   check_elements("[C, d_ff] weights", {C, c.net.d_ff}, {model, ff});
   check_elements("the [vocabulary, C] embedding", {V, C}, {vocabulary, model});

@@ -23,8 +23,8 @@ struct RunConfig {
   nn::ModelConfig net;            // vocab_size and max_len follow from the task
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
-  int64_t batch_size = 64;
-  int64_t steps = 3000;  // at most this many optimizer steps
+  int64_t batch_size = 64;  // 0: the whole training set, for a task with a finite one
+  int64_t steps = 3000;     // at most this many optimizer steps
   double clip_norm = 1.0;
   int64_t eval_every = 50;
   int64_t eval_size = 512;
@@ -54,6 +54,10 @@ std::unique_ptr<data::Task> make_task(const RunConfig& config);
 // make_task, then what the task reads before its sizes are known (a text run: its file, whose
 // vocabulary is stored in config). Throws ConfigError naming the file or the flag.
 std::shared_ptr<data::Task> prepare_task(RunConfig& config);
+
+// Sequences per training step: --batch-size, or with 0 (full batch) the task's whole training
+// set (data::Task::training_set_size).
+int64_t batch_rows(const RunConfig& config);
 
 // The most OpenMP threads a command may ask for: 4 x this machine's cores. More threads than
 // cores never make a kernel faster (they take turns on the cores and wait for each other at

@@ -36,7 +36,7 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
   // What the forward keeps for the backward pass (the backward frees as it goes). Measured on
   // runs of 1-6 GiB, decoder and encoder-decoder, peak resident memory was 0.77-1.03 of the
   // whole estimate.
-  m.activations = kFloat * static_cast<double>(c.batch_size) * model.activations_per_sequence;
+  m.activations = kFloat * static_cast<double>(batch_rows(c)) * model.activations_per_sequence;
   const double rows = static_cast<double>(heldout.rows);
   const double positions = static_cast<double>(heldout.positions);
   m.heldout = 3 * kIndex * rows * positions +
@@ -65,8 +65,9 @@ void check_memory(const RunConfig& c) {
   std::string cause;
   if (m.activations >= m.state && m.activations >= m.heldout) {
     cause = "activations " + gib(m.activations) + " for --batch-size " +
-            format_number(c.batch_size) + " sequences of " + format_number(c.net.max_len) +
-            " positions (" + length + ")";
+            format_number(c.batch_size) +
+            (c.batch_size == 0 ? " (all " + format_number(batch_rows(c)) + ")" : "") +
+            " sequences of " + format_number(c.net.max_len) + " positions (" + length + ")";
   } else if (m.state >= m.heldout) {
     cause = "parameters and optimizer state " + gib(m.state) +
             " (--d-model, --d-ff, --layers, the vocabulary)";

@@ -12,7 +12,8 @@ namespace gradlab::train {
 
 namespace fs = std::filesystem;
 
-MetricsLog::MetricsLog(const std::string& path) : path_(path) {
+MetricsLog::MetricsLog(const std::string& path, bool training_set)
+    : path_(path), training_set_(training_set) {
   std::error_code error;
   const auto size = fs::file_size(path, error);
   bool torn = false;
@@ -28,7 +29,8 @@ MetricsLog::MetricsLog(const std::string& path) : path_(path) {
   if (torn) out_ << '\n';
   if (error || size == 0) {
     out_ << "step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,"
-            "tokens_per_second,elapsed_seconds,eval_bits_per_token\n";
+            "tokens_per_second,elapsed_seconds,eval_bits_per_token"
+         << (training_set ? ",train_accuracy,train_eval_loss" : "") << '\n';
   }
   if (!out_.flush()) throw FileError(path + ": cannot write to it: " + std::strerror(errno));
 }
@@ -37,12 +39,21 @@ void MetricsLog::write(int64_t step, const StepResult& r, const Metrics& m,
                        double tokens_per_second, double elapsed) {
   out_ << step << ',' << r.loss << ',' << m.loss << ',' << m.token_accuracy << ',' << m.exact_match
        << ',' << r.grad_norm << ',' << r.lr << ',' << tokens_per_second << ',' << elapsed << ','
-       << m.loss / std::log(2.0) << '\n';
+       << m.loss / std::log(2.0);
+  // An evaluation without the training set's scores leaves its cells empty.
+  if (training_set_) {
+    out_ << ',';
+    if (m.train) out_ << m.train->token_accuracy;
+    out_ << ',';
+    if (m.train) out_ << m.train->loss;
+  }
+  out_ << '\n';
   if (!out_.flush()) throw FileError(path_ + ": cannot append a row: " + std::strerror(errno));
 }
 
-MetricsObserver::MetricsObserver(const std::string& path, int64_t steps, int64_t first_step)
-    : log_(path), total_steps_(steps), first_step_(first_step) {}
+MetricsObserver::MetricsObserver(const std::string& path, int64_t steps, int64_t first_step,
+                                 bool training_set)
+    : log_(path, training_set), total_steps_(steps), first_step_(first_step) {}
 
 void MetricsObserver::on_step(int64_t step, const StepResult& result) {
   tokens_ += static_cast<double>(result.tokens);

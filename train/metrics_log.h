@@ -1,5 +1,6 @@
 // metrics.csv: one row per evaluation of a run (step, losses, accuracies, gradient norm, learning
-// rate, throughput, time), appended, and the Observer that writes it from train::fit's events.
+// rate, throughput, time; for a task with a finite training set also that set's accuracy and
+// loss), appended, and the Observer that writes it from train::fit's events.
 // The command line's runs write one; a program of one's own can too.
 #pragma once
 
@@ -13,16 +14,19 @@ namespace gradlab::train {
 
 // The file, appended (the header when the file is new), each row flushed whole: earlier rows are
 // never rewritten, and a row torn by a crash is closed by a newline before the next one.
-// Throws FileError naming the file if it cannot be opened or written.
+// Throws FileError naming the file if it cannot be opened or written. `training_set`: the run's
+// evaluations score a finite training set (Metrics::train), written in the last two columns,
+// train_accuracy (token accuracy) and train_eval_loss; other runs' files have no such columns.
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path);
+  MetricsLog(const std::string& path, bool training_set);
   void write(int64_t step, const StepResult& r, const Metrics& m, double tokens_per_second,
              double elapsed);
 
  private:
   std::string path_;
   std::ofstream out_;
+  bool training_set_;
 };
 
 // Measures a run as fit reports it (tokens per second, elapsed time, time to the last step, time
@@ -31,8 +35,9 @@ class MetricsLog {
 class MetricsObserver : public Observer {
  public:
   // path: the metrics.csv to append to; steps: LoopPolicy::steps; first_step: trainer.step()
-  // before fit.
-  MetricsObserver(const std::string& path, int64_t steps, int64_t first_step);
+  // before fit; training_set: the evaluations score a training set too (MetricsLog).
+  MetricsObserver(const std::string& path, int64_t steps, int64_t first_step,
+                  bool training_set = false);
 
   void on_step(int64_t step, const StepResult& result) override;
   void on_evaluation(int64_t step, const StepResult& last, const Metrics& metrics) override;

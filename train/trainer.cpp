@@ -39,7 +39,7 @@ int64_t argmax_row(const float* logits, int64_t row, int64_t vocab) {
   return best;
 }
 
-// Counts over held-out chunks.
+// Counts over the chunks of a scored set.
 struct Tally {
   int64_t rows = 0, counted = 0, correct = 0, exact = 0;
   double loss_sum = 0;
@@ -73,7 +73,7 @@ TrainerOptions options_of(const RunConfig& config) {
           .clip_norm = config.clip_norm,
           // The training batch size: the same buffer sizes as a training step, so the storage
           // pool serves them and peak memory stays that of training.
-          .eval_batch_size = config.batch_size,
+          .eval_batch_size = batch_rows(config),
           .data_seed = config.seed,
           .config = to_entries(config)};
 }
@@ -87,6 +87,7 @@ Trainer::Trainer(std::shared_ptr<nn::SequenceModel> model, std::unique_ptr<Optim
       data_(std::move(data)),
       options_(std::move(options)),
       heldout_(data_->heldout()),
+      training_set_(data_->training_set()),
       group_(&alone()) {
   options_.config = program_entries(*model_, options_.config);
 }
@@ -132,14 +133,21 @@ StepResult Trainer::train_step() {
 Metrics Trainer::evaluate() {
   NoGradGuard no_grad;
   model_->eval();
+  Metrics m;
+  static_cast<Scores&>(m) = score(heldout_);
+  if (training_set_) m.train = score(*training_set_);
+  model_->train();
+  return m;
+}
+
+Scores Trainer::score(const nn::SequenceBatch& set) {
   Tally t;
-  const auto [begin, end] = share_of(heldout_.targets.shape[0], *group_);
+  const auto [begin, end] = share_of(set.targets.shape[0], *group_);
   for (int64_t start = begin; start < end; start += options_.eval_batch_size) {
     const nn::SequenceBatch chunk =
-        rows_of(heldout_, start, std::min(options_.eval_batch_size, end - start));
+        rows_of(set, start, std::min(options_.eval_batch_size, end - start));
     tally(model_->forward(chunk), chunk.targets, t);
   }
-  model_->train();
   if (group_->size() > 1) {
     std::array<double, 5> sums = {static_cast<double>(t.rows), static_cast<double>(t.counted),
                                   static_cast<double>(t.correct), static_cast<double>(t.exact),
@@ -148,11 +156,11 @@ Metrics Trainer::evaluate() {
     t = {static_cast<int64_t>(sums[0]), static_cast<int64_t>(sums[1]),
          static_cast<int64_t>(sums[2]), static_cast<int64_t>(sums[3]), sums[4]};
   }
-  Metrics m;
-  m.loss = t.counted ? t.loss_sum / static_cast<double>(t.counted) : 0;
-  m.token_accuracy = t.counted ? static_cast<double>(t.correct) / t.counted : 0;
-  m.exact_match = t.rows ? static_cast<double>(t.exact) / t.rows : 0;
-  return m;
+  Scores s;
+  s.loss = t.counted ? t.loss_sum / static_cast<double>(t.counted) : 0;
+  s.token_accuracy = t.counted ? static_cast<double>(t.correct) / t.counted : 0;
+  s.exact_match = t.rows ? static_cast<double>(t.exact) / t.rows : 0;
+  return s;
 }
 
 bool Trainer::record_metric(double metric) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,10 +29,18 @@ using data::load_text_corpus;
 using data::TaskData;
 using data::TextData;
 
-struct Metrics {
+// Teacher-forced scores of a set of sequences.
+struct Scores {
   double loss = 0;
   double token_accuracy = 0;  // counted positions whose argmax is the target
   double exact_match = 0;     // sequences with every counted position right
+};
+
+// An evaluation: the held-out set's scores, and for a task with a finite training set
+// (DataSource::training_set) the training set's, scored the same way: the gap between the two
+// over time is what a grokking run shows.
+struct Metrics : Scores {
+  std::optional<Scores> train;
 };
 
 // A run that diverged: nothing from its state may be saved (train::fit's rules, fit.h).
@@ -100,7 +109,8 @@ class Trainer {
   // One optimizer step on batch number step() + 1 of the data stream. Throws NonFiniteLoss
   // (without updating anything) if the loss or the gradients are not finite.
   StepResult train_step();
-  // Teacher-forced metrics on the fixed held-out set, in evaluation mode.
+  // Teacher-forced metrics on the fixed held-out set, and on the training set when the data has
+  // a finite one, in evaluation mode.
   Metrics evaluate();
   // The held-out set evaluate() reads, whole (every process's share).
   const nn::SequenceBatch& heldout() const { return heldout_; }
@@ -123,12 +133,15 @@ class Trainer {
   void backward_share(const nn::SequenceBatch& batch, StepResult& result);
   // Replaces every parameter's gradient by its sum over the group.
   void sum_gradients();
+  // The scores of `set`, each process scoring its share of the rows (evaluation mode is set).
+  Scores score(const nn::SequenceBatch& set);
 
   std::shared_ptr<nn::SequenceModel> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::shared_ptr<const DataSource> data_;
   TrainerOptions options_;
   nn::SequenceBatch heldout_;
+  std::optional<nn::SequenceBatch> training_set_;  // DataSource::training_set
   int64_t step_ = 0;
   double best_metric_ = -1;
   int64_t best_step_ = 0;

@@ -48,7 +48,7 @@ class CliObserver : public MetricsObserver {
  public:
   CliObserver(const RunConfig& config, const data::Task& task, int64_t first_step)
       : MetricsObserver((fs::path(config.out_dir) / "metrics.csv").string(), config.steps,
-                        first_step),
+                        first_step, task.training_set_size() > 0),
         progress_(config.steps, task.language_model() != nullptr) {}
 
   void on_step(int64_t step, const StepResult& result) override {
@@ -300,6 +300,10 @@ int run_train(const std::vector<std::string>& args) {
       100 * final_metrics.exact_match,
       result.reason == StopReason::Target ? " (target reached)" : "", result.checkpoint.c_str(),
       (fs::path(config.out_dir) / "metrics.csv").c_str());
+  if (final_metrics.train) {
+    std::printf("Training set: loss %.4f, token accuracy %.2f%%\n", final_metrics.train->loss,
+                100 * final_metrics.train->token_accuracy);
+  }
   if (group.size() > 1) {
     std::printf("Processes: %d; summing gradients took %.2f s of rank 0's time (%.1f%%)\n",
                 group.size(), cli->sync_seconds(), 100 * cli->sync_seconds() / cli->seconds());

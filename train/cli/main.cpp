@@ -69,7 +69,8 @@ const std::vector<std::string>& sizing_flags(const std::string& command) {
   static const std::map<std::string, std::vector<std::string>> table{
       {"train",
        {"--batch-size", "--eval-size", "--length", "--symbols", "--context", "--eval-iters",
-        "--d-model", "--d-ff", "--heads", "--layers", "--config", "--resume", "--data"}},
+        "--modulus", "--train-fraction", "--d-model", "--d-ff", "--heads", "--layers", "--config",
+        "--resume", "--data"}},
       {"eval", {"--checkpoint", "--data"}},
       {"predict", {"--checkpoint"}},
       {"attention", {"--checkpoint"}},

@@ -15,13 +15,18 @@ void Progress::update(int64_t step, const train::StepResult& r, const train::Met
                       double tokens_per_second, double eta) {
   if (!tty_ && !m) return;
   if (m) last_ = *m;
-  char held_out[96];
+  char held_out[160];
   if (language_model_) {
     std::snprintf(held_out, sizeof held_out, "val %.4f (%.3f bits/token)", last_.loss,
                   last_.loss / std::log(2.0));
   } else {
-    std::snprintf(held_out, sizeof held_out, "acc %.1f%%  exact %.1f%%", 100 * last_.token_accuracy,
-                  100 * last_.exact_match);
+    const int n = std::snprintf(held_out, sizeof held_out, "acc %.1f%%  exact %.1f%%",
+                                100 * last_.token_accuracy, 100 * last_.exact_match);
+    if (last_.train) {
+      std::snprintf(held_out + n, sizeof held_out - static_cast<size_t>(n),
+                    "  train acc %.1f%%  train loss %.4f", 100 * last_.train->token_accuracy,
+                    last_.train->loss);
+    }
   }
   std::printf("%sstep %lld/%lld  loss %.4f  %s  %.0f tok/s  ETA %.0fs%s", tty_ ? "\r\033[K" : "",
               static_cast<long long>(step), static_cast<long long>(total_), r.loss, held_out,

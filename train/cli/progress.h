@@ -1,6 +1,6 @@
 // `gradlab train`'s progress line: one line rewritten in place on a terminal, one plain line per
 // evaluation otherwise. A language model's line shows the held-out loss in bits per token; a toy
-// task's, accuracy.
+// task's, accuracy, and with a finite training set that set's accuracy and loss too.
 #pragma once
 
 #include <cstdint>

@@ -144,9 +144,16 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"norm", &c.net.norm, norm_help.c_str(), true, true},
       {"activation", &c.net.activation, activation_help.c_str(), true, true},
   };
+  const std::vector<ConfigField> later_loop_fields{
+      {"stop-on-loss-spike", &c.stop_on_loss_spike,
+       "stop the run when a step's loss is far above its running level (false: let the loss "
+       "spikes of long full-batch runs pass, as grokking needs; non-finite values always stop it)",
+       true, true},
+  };
   fields.insert(fields.end(), model_fields.begin(), model_fields.end());
   if (loop) fields.insert(fields.end(), loop_fields.begin(), loop_fields.end());
   fields.insert(fields.end(), model_options.begin(), model_options.end());
+  if (loop) fields.insert(fields.end(), later_loop_fields.begin(), later_loop_fields.end());
   return fields;
 }
 

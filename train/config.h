@@ -36,6 +36,9 @@ struct RunConfig {
   int64_t save_every = 0;      // 0: only the final (and best) checkpoint
   int64_t keep = 3;            // step checkpoints kept; older ones are deleted
   int64_t check_replicas = 0;  // several processes: compare their state every N steps (0: never)
+  // Stop a run whose loss jumps far above its running level (fit.h); false lets the loss spikes
+  // of long full-batch runs (grokking's) pass. Non-finite values always stop a run.
+  bool stop_on_loss_spike = true;
 };
 
 // One field of a RunConfig: its name (flag, /config attribute and config-file key), a pointer

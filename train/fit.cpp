@@ -19,11 +19,13 @@ namespace fs = std::filesystem;
 // fit.h's divergence rules, over the steps of one call.
 class DivergenceWatch {
  public:
-  explicit DivergenceWatch(double parameter_norm) : saved_norm_(parameter_norm) {}
+  DivergenceWatch(double parameter_norm, bool stop_on_spike)
+      : stop_on_spike_(stop_on_spike), saved_norm_(parameter_norm) {}
 
-  // Throws Divergence if the loss of this step is far above the running level; else adds it.
+  // Throws Divergence if the loss of this step is far above the running level (when spikes
+  // stop the run); else adds it.
   void check_loss(int64_t step, double loss) {
-    if (seen_ && loss > kSpikeFactor * level_ && loss > level_ + kSpikeMargin) {
+    if (stop_on_spike_ && seen_ && loss > kSpikeFactor * level_ && loss > level_ + kSpikeMargin) {
       throw Divergence("loss " + format_number(loss) + " at step " + std::to_string(step) +
                        " is far above its running level " + format_number(level_));
     }
@@ -45,7 +47,7 @@ class DivergenceWatch {
 
  private:
   static constexpr double kSpikeFactor = 4, kSpikeMargin = 1, kDecay = 0.9, kGrowth = 10;
-  bool seen_ = false;
+  bool stop_on_spike_, seen_ = false;
   double level_ = 0, saved_norm_;
 };
 
@@ -65,7 +67,7 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
   // In a group, every process takes the same decisions, but only rank 0 writes the files.
   const bool writer = saving && group.rank() == 0;
   if (writer) fs::create_directories(policy.out_dir);
-  DivergenceWatch watch(global_norm(trainer.model().parameters()));
+  DivergenceWatch watch(global_norm(trainer.model().parameters()), policy.stop_on_loss_spike);
   std::string last_saved;
   // The image of the current step's state, kept until the next step: a step that saves best.h5
   // and its step checkpoint builds the file once.

@@ -36,6 +36,8 @@ struct LoopPolicy {
   // the last step, and the result says StopReason::Signal. The previous handlers are put back
   // when fit returns. In a group, a signal to any process stops all after the same step.
   bool stop_on_signal = false;
+  // The loss-spike rule below; false leaves it out (the other rules stay).
+  bool stop_on_loss_spike = true;
 };
 
 enum class StopReason {
@@ -81,7 +83,8 @@ class Observer {
 // - a step's loss or gradient norm is not finite (that step is not applied);
 // - a step's loss is both more than 4 times its running level and more than 1 above it (in
 //   nats; the running level is an exponential average of the earlier steps' losses of this
-//   call, the newest weighing 0.1), a blow-up no ordinary noise of training comes near;
+//   call, the newest weighing 0.1), a blow-up no ordinary noise of training comes near (unless
+//   policy.stop_on_loss_spike is false: a long full-batch run near zero loss spikes and recovers);
 // - when a checkpoint is about to be written, the parameters are not finite, or their global
 //   2-norm is more than 10 times what it was at the previous checkpoint of this call (or at its
 //   start): exploded weights, which a loss computed before the update cannot show.

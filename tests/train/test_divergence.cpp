@@ -99,9 +99,8 @@ class SwitchedTargets : public DataSource {
   int64_t switch_at_, vocab_;
 };
 
-TEST(Divergence, ALossFarAboveItsRunningLevelStopsTheRunBeforeItsNextSave) {
-  omp_set_num_threads(1);
-  TempDir tmp;
+// A copy-task trainer whose targets change at step 150: its loss jumps there.
+std::unique_ptr<Trainer> spiking_trainer() {
   const RunConfig config = small_config(3e-3);
   auto model = nn::make_sequence_model(config.model, config.net);
   auto data = std::make_shared<SwitchedTargets>(
@@ -110,8 +109,15 @@ TEST(Divergence, ALossFarAboveItsRunningLevelStopsTheRunBeforeItsNextSave) {
       150, config.net.vocab_size);
   TrainerOptions options;
   options.schedule = config.schedule;
-  Trainer trainer(model, make_optimizer(config.optimizer, model->named_parameters()), data,
-                  options);
+  return std::make_unique<Trainer>(
+      model, make_optimizer(config.optimizer, model->named_parameters()), data, options);
+}
+
+TEST(Divergence, ALossFarAboveItsRunningLevelStopsTheRunBeforeItsNextSave) {
+  omp_set_num_threads(1);
+  TempDir tmp;
+  const std::unique_ptr<Trainer> spiking = spiking_trainer();
+  Trainer& trainer = *spiking;
   LoopPolicy policy;
   policy.steps = 300;
   policy.eval_every = 1000;
@@ -129,6 +135,22 @@ TEST(Divergence, ALossFarAboveItsRunningLevelStopsTheRunBeforeItsNextSave) {
   EXPECT_TRUE(std::isfinite(saved_loss));
   EXPECT_LT(saved_loss, 1.0);
   EXPECT_FALSE(fs::exists(tmp.file("run/step-000150.h5")));
+}
+
+TEST(Divergence, ALossSpikePassesWhenTheRunAsksForIt) {
+  omp_set_num_threads(1);
+  TempDir tmp;
+  const std::unique_ptr<Trainer> spiking = spiking_trainer();
+  Trainer& trainer = *spiking;
+  LoopPolicy policy;
+  policy.steps = 200;
+  policy.eval_every = 1000;
+  policy.target_exact_match = 0;
+  policy.stop_on_loss_spike = false;
+  Observer quiet;
+  const FitResult result = fit(trainer, policy, quiet);
+  EXPECT_EQ(result.reason, StopReason::Steps) << result.error;
+  EXPECT_EQ(trainer.step(), 200) << "the spike at step 150 did not stop the run";
 }
 
 TEST(Divergence, ACheckpointWithNonFiniteWeightsIsRefusedByEveryLoader) {

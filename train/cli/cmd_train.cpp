@@ -274,7 +274,8 @@ int run_train(const std::vector<std::string>& args) {
                           .keep = config.keep,
                           .earlier_checkpoints = opts.claim.earlier_checkpoints,
                           .check_replicas_every = config.check_replicas,
-                          .stop_on_signal = true};
+                          .stop_on_signal = true,
+                          .stop_on_loss_spike = config.stop_on_loss_spike};
   const FitResult result = fit(trainer, policy, cli ? *cli : quiet);
   if (!writer) return result.reason == StopReason::Diverged ? kExitFailure : kExitOk;
   if (result.reason == StopReason::Diverged) {

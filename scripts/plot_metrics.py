@@ -10,6 +10,9 @@ accuracy and exact match in percent. metrics.csv has one row per evaluation, wit
     step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,tokens_per_second,
     elapsed_seconds,eval_bits_per_token
 
+A run of a task with a finite training set (modular) also has train_accuracy and
+train_eval_loss: both panels then show the training set beside the held-out set, against
+log-scaled steps (grokking's picture).
 If the run directory also holds config.ini, the title names the task, length and model.
 Needs matplotlib; renders without a display.
 """
@@ -26,6 +29,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 
 USAGE = "usage: plot_metrics.py RUN_DIR/metrics.csv OUT.png"
 REQUIRED = ("step", "train_loss", "eval_loss", "token_accuracy", "exact_match")
+# The columns of a task with a finite training set (modular), scored at every evaluation.
+FINITE_TRAINING_SET = ("train_accuracy", "train_eval_loss")
 
 
 def fail(message):
@@ -68,8 +73,9 @@ def read_metrics(path):
         if not math.isnan(step):
             by_step[step] = row
     steps = sorted(by_step)
+    present = REQUIRED + tuple(name for name in FINITE_TRAINING_SET if name in header)
     return {name: [number(by_step[s][name]) if name != "step" else s for s in steps]
-            for name in REQUIRED}
+            for name in present}
 
 
 def positive(steps, values):
@@ -83,7 +89,12 @@ def plot(metrics, title, out_path, language_model=False):
     marker = "o" if len(steps) <= 40 else None  # few evaluations: show each one
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
 
-    for name, label in (("train_loss", "train (last batch)"), ("eval_loss", "held-out")):
+    # With a finite training set the result is the gap between it and the held-out set over
+    # time (grokking): both sets' loss and accuracy, against log-scaled steps as in the papers.
+    finite = "train_accuracy" in metrics
+    losses = ((("train_eval_loss", "training set"), ("eval_loss", "held-out")) if finite else
+              (("train_loss", "train (last batch)"), ("eval_loss", "held-out")))
+    for name, label in losses:
         xs, ys = positive(steps, metrics[name])
         if xs:
             ax_loss.plot(xs, ys, marker=marker, markersize=3, label=label)
@@ -103,16 +114,22 @@ def plot(metrics, title, out_path, language_model=False):
         ax_acc.grid(True, alpha=0.3)
         ax_acc.legend(loc="upper right")
     else:
-        for name, label in (("token_accuracy", "token accuracy"), ("exact_match", "exact match")):
+        accuracies = ((("train_accuracy", "training set"), ("token_accuracy", "held-out")) if finite
+                      else (("token_accuracy", "token accuracy"), ("exact_match", "exact match")))
+        for name, label in accuracies:
             ax_acc.plot(steps, [100 * v for v in metrics[name]], marker=marker, markersize=3,
                         label=label)
-        ax_acc.set_title("Held-out accuracy")
+        ax_acc.set_title("Accuracy" if finite else "Held-out accuracy")
         ax_acc.set_xlabel("step")
         ax_acc.set_ylabel("%")
         ax_acc.set_ylim(-2, 102)
         ax_acc.grid(True, alpha=0.3)
         ax_acc.legend(loc="lower right")
 
+    if finite:
+        for ax in (ax_loss, ax_acc):
+            ax.set_xscale("log")
+            ax.set_xlabel("step (log scale)")
     if len(steps) == 1:  # a single evaluation: give the x axis some width around it
         for ax in (ax_loss, ax_acc):
             ax.set_xlim(0, 2 * steps[0])

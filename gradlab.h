@@ -25,6 +25,8 @@
 #include "autograd/ops.h"
 #include "autograd/threads.h"
 #include "data/data_source.h"
+#include "data/distinct_draws.h"
+#include "data/induction_task.h"
 #include "data/modular_task.h"
 #include "data/mqar_task.h"
 #include "data/sequence_task.h"

@@ -5,10 +5,20 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "nn/sequence_model.h"
 
 namespace gradlab::data {
+
+// A part of the held-out set's targets whose loss is reported on its own (induction: the first
+// copy and the second): the held-out batch's targets with only the part's positions counted, the
+// others nn::kIgnoreTarget.
+struct TargetPart {
+  std::string name;  // "first_copy": metrics.csv's column first_copy_loss
+  Indices targets;   // the shape of the held-out targets
+};
 
 // Both are pure functions of their arguments, so a resumed run sees exactly the batches it
 // would have seen.
@@ -23,6 +33,9 @@ class DataSource {
   // training_set_size): evaluate() scores it beside the held-out set. Empty for a source that
   // draws fresh samples at every step.
   virtual std::optional<nn::SequenceBatch> training_set() const { return std::nullopt; }
+  // The parts of heldout() scored on their own, in the order of Task::loss_parts(); none by
+  // default.
+  virtual std::vector<TargetPart> heldout_parts() const { return {}; }
 };
 
 }  // namespace gradlab::data

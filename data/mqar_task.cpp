@@ -5,11 +5,11 @@
 #include <cmath>
 #include <functional>
 #include <stdexcept>
-#include <unordered_map>
 #include <vector>
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "data/distinct_draws.h"
 #include "data/streams.h"
 #include "data/task_rows.h"
 
@@ -23,25 +23,6 @@ constexpr int64_t kMaxMqarSize = int64_t{1} << 20;
 
 void refuse_unless(bool ok, const std::string& message) {
   if (!ok) throw ConfigError(message);
-}
-
-// count distinct values of first..first + pool - 1 in a uniform random order: a partial
-// Fisher-Yates shuffle that stores only the slots it has swapped, so a large pool costs nothing.
-std::vector<int64_t> distinct_draws(Generator& gen, int64_t first, int64_t pool, int64_t count) {
-  std::unordered_map<int64_t, int64_t> swapped;
-  const auto at = [&](int64_t i) {
-    const auto it = swapped.find(i);
-    return it == swapped.end() ? i : it->second;
-  };
-  std::vector<int64_t> drawn;
-  drawn.reserve(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t j = i + static_cast<int64_t>(gen.below(static_cast<uint64_t>(pool - i)));
-    const int64_t picked = at(j);
-    swapped[j] = at(i);
-    drawn.push_back(first + picked);
-  }
-  return drawn;
 }
 
 // count distinct slots of 0..weights.size() - 1, each drawn from the slots left with

@@ -68,10 +68,7 @@ std::vector<int64_t> SequenceTask::answer(const std::vector<int64_t>& prompt) co
 
 void SequenceTask::validate_prompt(const std::vector<int64_t>& prompt) const {
   const int64_t size = static_cast<int64_t>(prompt.size());
-  if (size != prompt_length()) {
-    throw ConfigError("task: " + name() + " prompt has " + format_number(size) +
-                      " tokens, expected " + format_number(prompt_length()));
-  }
+  check_prompt_length(size);
   for (int64_t i = 0; i < size; ++i) {
     const int64_t v = prompt[static_cast<size_t>(i)];
     if (v < 1 || v > num_symbols_) {
@@ -80,6 +77,19 @@ void SequenceTask::validate_prompt(const std::vector<int64_t>& prompt) const {
     }
   }
   check_prompt(prompt);
+}
+
+void SequenceTask::check_prompt_length(int64_t size) const {
+  if (size != prompt_length()) {
+    throw ConfigError("task: " + name() + " prompt has " + format_number(size) +
+                      " tokens, expected " + format_number(prompt_length()));
+  }
+}
+
+std::vector<int64_t> SequenceTask::decoding_prefix(const std::vector<int64_t>& prompt) const {
+  Sequence prefix = prompt;
+  prefix.push_back(kSeparator);
+  return prefix;
 }
 
 Indices SequenceTask::samples(uint64_t seed, int64_t step, int64_t batch_size) const {
@@ -124,7 +134,8 @@ std::shared_ptr<const DataSource> SequenceTask::data_source(
 
 std::vector<ConfigField> sequence_task_fields(TaskConfig& c) {
   return {
-      {"length", &c.length, "data tokens per sample (recall: key-value pairs)"},
+      {"length", &c.length,
+       "data tokens per sample (recall: key-value pairs; induction: the longest block)"},
       {"symbols", &c.num_symbols,
        "number of data symbols (vocabulary = symbols + 2); --task mqar: the vocabulary, 256 "
        "unless given"},

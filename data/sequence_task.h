@@ -50,6 +50,9 @@ class SequenceTask : public Task {
   std::vector<int64_t> answer(const std::vector<int64_t>& prompt) const;
   // Throws ConfigError naming the problem if prompt is not a valid prompt for this task.
   void validate_prompt(const std::vector<int64_t>& prompt) const;
+  // What a decoder-only model reads of a valid prompt before it says the answer's first token:
+  // the prompt and the separator by default (induction: the start token and the first copy).
+  virtual std::vector<int64_t> decoding_prefix(const std::vector<int64_t>& prompt) const;
 
   // Training batch number `step` of the stream `seed`: batch_size samples [B, L], each
   // prompt, separator, answer (L = sample_length()); a model lays them out with its make_batch
@@ -77,6 +80,8 @@ class SequenceTask : public Task {
   virtual std::vector<int64_t> draw_prompt(Generator& gen) const;
   // The answer of a valid prompt.
   virtual std::vector<int64_t> answer_of(const std::vector<int64_t>& prompt) const = 0;
+  // Throws ConfigError unless a prompt may have `size` tokens: prompt_length() by default.
+  virtual void check_prompt_length(int64_t size) const;
   // What validate_prompt checks beyond the length and the symbols.
   virtual void check_prompt(const std::vector<int64_t>&) const {}
 

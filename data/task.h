@@ -1,7 +1,7 @@
 // A task: what a run learns, behind one interface. Each kind is one class in data/ and one row
-// of the table in data/tasks.h (the sequence tasks copy, reverse, sort and recall; text, a
-// language model on a file). The trainer, the checkpoint's /config and the command line ask
-// the task; none of them compares a task's name.
+// of the table in data/tasks.h (the sequence tasks copy, reverse, sort, recall, modular and
+// induction; text, a language model on a file). The trainer, the checkpoint's /config and the
+// command line ask the task; none of them compares a task's name.
 #pragma once
 
 #include <cstdint>
@@ -26,10 +26,12 @@ class Vocabulary;
 // fields of its task (Task::fields).
 struct TaskConfig {
   std::string name = "copy";  // a row of task_kinds()
-  int64_t length = 10;        // sequence tasks: data tokens per sample (recall: key-value pairs)
-  int64_t num_symbols = 10;   // sequence tasks: data symbols 1..num_symbols (mqar: vocabulary)
-  int64_t pairs = 8;          // mqar: key-value pairs per sequence
-  TextOptions text;           // the text task (mqar reads its context: the sequence length)
+  // sequence tasks: data tokens per sample (recall: key-value pairs; induction: the longest
+  // block)
+  int64_t length = 10;
+  int64_t num_symbols = 10;  // sequence tasks: data symbols 1..num_symbols (mqar: vocabulary)
+  int64_t pairs = 8;         // mqar: key-value pairs per sequence
+  TextOptions text;          // the text task (mqar reads its context: the sequence length)
   // The modular task (data/modular_task.h): (a op b) mod modulus, its pairs split once.
   int64_t modulus = 113;
   std::string operation = "add";  // a row of modular_operations()
@@ -91,6 +93,13 @@ class Task : public std::enable_shared_from_this<Task> {
   // What Metrics::token_accuracy counts, for reports: every answer token by default; a task
   // whose counted targets are something else names them (mqar: "answer accuracy", per query).
   virtual std::string accuracy_name() const { return "token accuracy"; }
+  // Whether a run is judged by its held-out loss (best.h5 is the lowest) rather than its exact
+  // match: so is a task whose targets cannot all be predicted (running text, induction's first
+  // copy), whose exact match stays near 0.
+  virtual bool judged_by_loss() const { return language_model() != nullptr; }
+  // The names of the parts of the held-out targets whose losses every evaluation reports beside
+  // the whole's (DataSource::heldout_parts): metrics.csv's columns <name>_loss. None by default.
+  virtual std::vector<std::string> loss_parts() const { return {}; }
 
  protected:
   explicit Task(std::string name) : name_(std::move(name)) {}

@@ -17,6 +17,7 @@ std::unique_ptr<Task> make_recall_task(const TaskConfig& config);        // reca
 std::unique_ptr<Task> make_mqar_task(const TaskConfig& config);          // mqar_task.cpp
 std::unique_ptr<Task> make_text_task(const TaskConfig& config);          // text_task.cpp
 std::unique_ptr<Task> make_modular_task(const TaskConfig& config);       // modular_task.cpp
+std::unique_ptr<Task> make_induction_task(const TaskConfig& config);     // induction_task.cpp
 std::unique_ptr<Task> make_program_data_task(const TaskConfig& config);  // program_data.cpp
 
 std::vector<ConfigField> sequence_task_fields(TaskConfig& config);  // sequence_task.cpp

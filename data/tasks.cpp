@@ -22,6 +22,8 @@ const std::vector<TaskKind>& task_kinds() {
        modular_task_fields, make_modular_task},
       {"mqar", "multi-query associative recall: key-value pairs, then every key queried",
        mqar_task_fields, make_mqar_task, false, mqar_own_defaults},
+      {"induction", "a start token, a block of distinct symbols, the block again (induction heads)",
+       sequence_task_fields, make_induction_task},
       {"text", "a character- or byte-level language model on a file (--data)", text_task_fields,
        make_text_task},
       {"program", "a program's own data (train::DataSource): the model alone is in the file",

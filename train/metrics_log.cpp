@@ -12,8 +12,9 @@ namespace gradlab::train {
 
 namespace fs = std::filesystem;
 
-MetricsLog::MetricsLog(const std::string& path, bool training_set)
-    : path_(path), training_set_(training_set) {
+MetricsLog::MetricsLog(const std::string& path, bool training_set,
+                       std::vector<std::string> loss_parts)
+    : path_(path), training_set_(training_set), loss_parts_(std::move(loss_parts)) {
   std::error_code error;
   const auto size = fs::file_size(path, error);
   bool torn = false;
@@ -30,7 +31,9 @@ MetricsLog::MetricsLog(const std::string& path, bool training_set)
   if (error || size == 0) {
     out_ << "step,train_loss,eval_loss,token_accuracy,exact_match,grad_norm,lr,"
             "tokens_per_second,elapsed_seconds,eval_bits_per_token"
-         << (training_set ? ",train_accuracy,train_eval_loss" : "") << '\n';
+         << (training_set ? ",train_accuracy,train_eval_loss" : "");
+    for (const std::string& part : loss_parts_) out_ << ',' << part << "_loss";
+    out_ << '\n';
   }
   if (!out_.flush()) throw FileError(path + ": cannot write to it: " + std::strerror(errno));
 }
@@ -47,13 +50,21 @@ void MetricsLog::write(int64_t step, const StepResult& r, const Metrics& m,
     out_ << ',';
     if (m.train) out_ << m.train->loss;
   }
+  for (const std::string& part : loss_parts_) {
+    out_ << ',';
+    for (const PartLoss& scored : m.parts) {
+      if (scored.name == part) out_ << scored.loss;
+    }
+  }
   out_ << '\n';
   if (!out_.flush()) throw FileError(path_ + ": cannot append a row: " + std::strerror(errno));
 }
 
 MetricsObserver::MetricsObserver(const std::string& path, int64_t steps, int64_t first_step,
-                                 bool training_set)
-    : log_(path, training_set), total_steps_(steps), first_step_(first_step) {}
+                                 bool training_set, std::vector<std::string> loss_parts)
+    : log_(path, training_set, std::move(loss_parts)),
+      total_steps_(steps),
+      first_step_(first_step) {}
 
 void MetricsObserver::on_step(int64_t step, const StepResult& result) {
   tokens_ += static_cast<double>(result.tokens);

@@ -1,12 +1,14 @@
 // metrics.csv: one row per evaluation of a run (step, losses, accuracies, gradient norm, learning
 // rate, throughput, time; for a task with a finite training set also that set's accuracy and
-// loss), appended, and the Observer that writes it from train::fit's events.
-// The command line's runs write one; a program of one's own can too.
+// loss, for a task with parts of its held-out targets their losses), appended, and the Observer
+// that writes it from train::fit's events. The command line's runs write one; a program of one's
+// own can too.
 #pragma once
 
 #include <chrono>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "train/fit.h"
 
@@ -17,9 +19,11 @@ namespace gradlab::train {
 // Throws FileError naming the file if it cannot be opened or written. `training_set`: the run's
 // evaluations score a finite training set (Metrics::train), written in the last two columns,
 // train_accuracy (token accuracy) and train_eval_loss; other runs' files have no such columns.
+// `loss_parts`: the parts of the held-out targets the evaluations score apart (data::Task::
+// loss_parts, Metrics::parts), a column <name>_loss each after those.
 class MetricsLog {
  public:
-  MetricsLog(const std::string& path, bool training_set);
+  MetricsLog(const std::string& path, bool training_set, std::vector<std::string> loss_parts = {});
   void write(int64_t step, const StepResult& r, const Metrics& m, double tokens_per_second,
              double elapsed);
 
@@ -27,6 +31,7 @@ class MetricsLog {
   std::string path_;
   std::ofstream out_;
   bool training_set_;
+  std::vector<std::string> loss_parts_;
 };
 
 // Measures a run as fit reports it (tokens per second, elapsed time, time to the last step, time
@@ -35,9 +40,9 @@ class MetricsLog {
 class MetricsObserver : public Observer {
  public:
   // path: the metrics.csv to append to; steps: LoopPolicy::steps; first_step: trainer.step()
-  // before fit; training_set: the evaluations score a training set too (MetricsLog).
+  // before fit; training_set, loss_parts: what else the evaluations score (MetricsLog).
   MetricsObserver(const std::string& path, int64_t steps, int64_t first_step,
-                  bool training_set = false);
+                  bool training_set = false, std::vector<std::string> loss_parts = {});
 
   void on_step(int64_t step, const StepResult& result) override;
   void on_evaluation(int64_t step, const StepResult& last, const Metrics& metrics) override;

@@ -2,7 +2,6 @@
 #include "train/trainer.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 #include "autograd/format.h"
@@ -88,6 +87,7 @@ Trainer::Trainer(std::shared_ptr<nn::SequenceModel> model, std::unique_ptr<Optim
       options_(std::move(options)),
       heldout_(data_->heldout()),
       training_set_(data_->training_set()),
+      heldout_parts_(data_->heldout_parts()),
       group_(&alone()) {
   options_.config = program_entries(*model_, options_.config);
 }
@@ -134,32 +134,53 @@ Metrics Trainer::evaluate() {
   NoGradGuard no_grad;
   model_->eval();
   Metrics m;
-  static_cast<Scores&>(m) = score(heldout_);
+  static_cast<Scores&>(m) = score(heldout_, heldout_parts_, &m.parts);
   if (training_set_) m.train = score(*training_set_);
   model_->train();
   return m;
 }
 
-Scores Trainer::score(const nn::SequenceBatch& set) {
+Scores Trainer::score(const nn::SequenceBatch& set, const std::vector<data::TargetPart>& parts,
+                      std::vector<PartLoss>* part_losses) {
   Tally t;
+  std::vector<Tally> part_tallies(parts.size());
   const auto [begin, end] = share_of(set.targets.shape[0], *group_);
   for (int64_t start = begin; start < end; start += options_.eval_batch_size) {
-    const nn::SequenceBatch chunk =
-        rows_of(set, start, std::min(options_.eval_batch_size, end - start));
-    tally(model_->forward(chunk), chunk.targets, t);
+    const int64_t rows = std::min(options_.eval_batch_size, end - start);
+    const nn::SequenceBatch chunk = rows_of(set, start, rows);
+    const Tensor logits = model_->forward(chunk);
+    tally(logits, chunk.targets, t);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      tally(logits, rows_of({{}, {}, parts[p].targets}, start, rows).targets, part_tallies[p]);
+    }
   }
   if (group_->size() > 1) {
-    std::array<double, 5> sums = {static_cast<double>(t.rows), static_cast<double>(t.counted),
-                                  static_cast<double>(t.correct), static_cast<double>(t.exact),
-                                  t.loss_sum};
+    std::vector<double> sums = {static_cast<double>(t.rows), static_cast<double>(t.counted),
+                                static_cast<double>(t.correct), static_cast<double>(t.exact),
+                                t.loss_sum};
+    for (const Tally& part : part_tallies) {
+      sums.insert(sums.end(), {static_cast<double>(part.counted), part.loss_sum});
+    }
     group_->sum(sums);
     t = {static_cast<int64_t>(sums[0]), static_cast<int64_t>(sums[1]),
          static_cast<int64_t>(sums[2]), static_cast<int64_t>(sums[3]), sums[4]};
+    for (size_t p = 0; p < part_tallies.size(); ++p) {
+      part_tallies[p].counted = static_cast<int64_t>(sums[5 + 2 * p]);
+      part_tallies[p].loss_sum = sums[6 + 2 * p];
+    }
   }
+  const auto mean_loss = [](const Tally& tally) {
+    return tally.counted ? tally.loss_sum / static_cast<double>(tally.counted) : 0;
+  };
   Scores s;
-  s.loss = t.counted ? t.loss_sum / static_cast<double>(t.counted) : 0;
+  s.loss = mean_loss(t);
   s.token_accuracy = t.counted ? static_cast<double>(t.correct) / t.counted : 0;
   s.exact_match = t.rows ? static_cast<double>(t.exact) / t.rows : 0;
+  if (part_losses) {
+    for (size_t p = 0; p < parts.size(); ++p) {
+      part_losses->push_back({parts[p].name, mean_loss(part_tallies[p])});
+    }
+  }
   return s;
 }
 

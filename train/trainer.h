@@ -36,11 +36,19 @@ struct Scores {
   double exact_match = 0;     // sequences with every counted position right
 };
 
+// The loss of one part of the held-out targets (DataSource::heldout_parts).
+struct PartLoss {
+  std::string name;  // "second_copy"
+  double loss = 0;
+};
+
 // An evaluation: the held-out set's scores, and for a task with a finite training set
 // (DataSource::training_set) the training set's, scored the same way: the gap between the two
-// over time is what a grokking run shows.
+// over time is what a grokking run shows. parts: the loss of each of the held-out set's parts,
+// in their order (induction: the first and the second copy).
 struct Metrics : Scores {
   std::optional<Scores> train;
+  std::vector<PartLoss> parts;
 };
 
 // A run that diverged: nothing from its state may be saved (train::fit's rules, fit.h).
@@ -133,8 +141,10 @@ class Trainer {
   void backward_share(const nn::SequenceBatch& batch, StepResult& result);
   // Replaces every parameter's gradient by its sum over the group.
   void sum_gradients();
-  // The scores of `set`, each process scoring its share of the rows (evaluation mode is set).
-  Scores score(const nn::SequenceBatch& set);
+  // The scores of `set`, each process scoring its share of the rows (evaluation mode is set),
+  // and the loss of each of parts (targets of set's shape) from the same forward passes.
+  Scores score(const nn::SequenceBatch& set, const std::vector<data::TargetPart>& parts = {},
+               std::vector<PartLoss>* part_losses = nullptr);
 
   std::shared_ptr<nn::SequenceModel> model_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -142,6 +152,7 @@ class Trainer {
   TrainerOptions options_;
   nn::SequenceBatch heldout_;
   std::optional<nn::SequenceBatch> training_set_;  // DataSource::training_set
+  std::vector<data::TargetPart> heldout_parts_;    // DataSource::heldout_parts
   int64_t step_ = 0;
   double best_metric_ = -1;
   int64_t best_step_ = 0;

@@ -81,7 +81,7 @@ TEST(TaskRegistry, UnknownNameListsTheTable) {
   for (const TaskKind& kind : task_kinds()) {
     EXPECT_EQ(contains(task_names(), kind.name), !kind.own_data);
   }
-  EXPECT_EQ(task_names(), "copy, reverse, sort, recall, modular, mqar or text");
+  EXPECT_EQ(task_names(), "copy, reverse, sort, recall, modular, mqar, induction or text");
 }
 
 TEST(TaskRegistry, HelpAndErrorsListTheNames) {

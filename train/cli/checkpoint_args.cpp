@@ -180,9 +180,13 @@ int read_prompt(const std::string& command, const CheckpointArgs& a, train::Load
     } catch (const ConfigError& e) {
       return usage_error(command, flag + ": " + e.what(), a.options);
     }
-    run.separator = data::kSeparator;
-    run.answer_length = sequence_task->answer_length();
+    // The model reads the task's prefix and decodes the answer after its last token (the
+    // separator, or for induction the first copy's last token).
+    run.prompt = sequence_task->decoding_prefix(*tokens);
+    run.separator = run.prompt.back();
+    run.prompt.pop_back();
     run.expected = sequence_task->answer(*tokens);
+    run.answer_length = static_cast<int64_t>(run.expected->size());
   }
   loaded.emplace(std::move(run));
   return -1;

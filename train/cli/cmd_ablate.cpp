@@ -2,6 +2,7 @@
 // turn (train/ablation.h), scored on the held-out set against the intact model: a table of
 // layers by heads on stdout and, with --out, a CSV for scripts/plot_ablation.py.
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -56,14 +57,14 @@ std::string table_row(const train::AblatedPart& part) {
 
 // One table of layers by heads (and ffn) of metric, printed with the intact value.
 void print_table(const char* title, double intact, const train::AblationResults& results,
-                 double train::Metrics::*metric) {
+                 const std::function<double(const train::Metrics&)>& metric) {
   std::vector<std::string> rows;
   std::map<std::string, std::map<int64_t, double>> cells;  // row -> head (-1: ffn) -> value
   int64_t heads = 0;
   for (const train::AblatedPart& part : results.parts) {
     const std::string row = table_row(part);
     if (!cells.count(row)) rows.push_back(row);
-    cells[row][part.head] = part.metrics.*metric;
+    cells[row][part.head] = metric(part.metrics);
     heads = std::max(heads, part.head + 1);
   }
   size_t width = 5;
@@ -91,13 +92,22 @@ void print_table(const char* title, double intact, const train::AblationResults&
 std::string csv(const train::AblationResults& results, const train::Metrics& intact) {
   std::ostringstream out;
   out.precision(9);
-  out << "point,head,loss,token_accuracy,exact_match,loss_increase\n";
+  // The losses of the held-out set's parts (induction: the two copies) follow, a column each.
+  const auto part_losses = [&](const train::Metrics& m) {
+    for (const train::PartLoss& part : m.parts) out << ',' << part.loss;
+    out << '\n';
+  };
+  out << "point,head,loss,token_accuracy,exact_match,loss_increase";
+  for (const train::PartLoss& part : intact.parts) out << ',' << part.name << "_loss";
+  out << '\n';
   out << "intact,," << intact.loss << ',' << intact.token_accuracy << ',' << intact.exact_match
-      << ",0\n";
+      << ",0";
+  part_losses(intact);
   for (const train::AblatedPart& part : results.parts) {
     const train::Metrics& m = part.metrics;
     out << part.point << ',' << (part.head >= 0 ? std::to_string(part.head) : "") << ',' << m.loss
-        << ',' << m.token_accuracy << ',' << m.exact_match << ',' << m.loss - intact.loss << '\n';
+        << ',' << m.token_accuracy << ',' << m.exact_match << ',' << m.loss - intact.loss;
+    part_losses(m);
   }
   return out.str();
 }
@@ -133,6 +143,11 @@ int run_ablate(const std::vector<std::string>& args) {
   print_table(accuracy.c_str(), intact.token_accuracy, results, &train::Metrics::token_accuracy);
   if (sequences) {
     print_table("exact match", intact.exact_match, results, &train::Metrics::exact_match);
+  }
+  for (size_t i = 0; i < intact.parts.size(); ++i) {
+    const std::string title = "held-out " + intact.parts[i].name + " loss";
+    print_table(title.c_str(), intact.parts[i].loss, results,
+                [i](const train::Metrics& m) { return m.parts[i].loss; });
   }
   const train::AblatedPart* most = nullptr;
   for (const train::AblatedPart& part : results.parts) {

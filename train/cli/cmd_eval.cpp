@@ -56,6 +56,9 @@ int run_eval(const std::vector<std::string>& args) {
       a.checkpoint.c_str(), static_cast<long long>(run.trainer->step()), task->name().c_str(),
       static_cast<long long>(config.eval_size), m.loss, task->accuracy_name().c_str(),
       m.token_accuracy, m.exact_match);
+  for (const train::PartLoss& part : m.parts) {
+    std::printf("%s loss %.6f\n", part.name.c_str(), part.loss);
+  }
   return kExitOk;
 }
 

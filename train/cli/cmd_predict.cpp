@@ -34,7 +34,9 @@ int run_predict(const std::vector<std::string>& args) {
   const std::vector<int64_t> output =
       run.loaded.model->greedy_decode(run.prompt, run.separator, run.answer_length);
   std::vector<int64_t> input = run.prompt;
-  if (!run.expected) input.push_back(run.separator);  // raw ids: as given
+  // Raw ids are shown as given, and so is a prompt whose last token the model reads is not the
+  // separator (induction: start token and first copy).
+  if (!run.expected || run.separator != data::kSeparator) input.push_back(run.separator);
   std::printf("input    %s\noutput   %s\n", join(input).c_str(), join(output).c_str());
   if (run.expected) {
     std::printf("expected %s\n%s\n", join(*run.expected).c_str(),

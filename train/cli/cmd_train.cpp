@@ -48,7 +48,7 @@ class CliObserver : public MetricsObserver {
  public:
   CliObserver(const RunConfig& config, const data::Task& task, int64_t first_step)
       : MetricsObserver((fs::path(config.out_dir) / "metrics.csv").string(), config.steps,
-                        first_step, task.training_set_size() > 0),
+                        first_step, task.training_set_size() > 0, task.loss_parts()),
         progress_(config.steps, task.language_model() != nullptr) {}
 
   void on_step(int64_t step, const StepResult& result) override {
@@ -268,7 +268,7 @@ int run_train(const std::vector<std::string>& args) {
   const LoopPolicy policy{.steps = config.steps,
                           .eval_every = config.eval_every,
                           .target_exact_match = config.target_exact_match,
-                          .best_by_loss = opts.task->language_model() != nullptr,
+                          .best_by_loss = opts.task->judged_by_loss(),
                           .out_dir = config.out_dir,
                           .save_every = config.save_every,
                           .keep = config.keep,
@@ -304,6 +304,9 @@ int run_train(const std::vector<std::string>& args) {
   if (final_metrics.train) {
     std::printf("Training set: loss %.4f, token accuracy %.2f%%\n", final_metrics.train->loss,
                 100 * final_metrics.train->token_accuracy);
+  }
+  for (const PartLoss& part : final_metrics.parts) {
+    std::printf("Held-out %s loss %.4f\n", part.name.c_str(), part.loss);
   }
   if (group.size() > 1) {
     std::printf("Processes: %d; summing gradients took %.2f s of rank 0's time (%.1f%%)\n",

@@ -20,12 +20,17 @@ void Progress::update(int64_t step, const train::StepResult& r, const train::Met
     std::snprintf(held_out, sizeof held_out, "val %.4f (%.3f bits/token)", last_.loss,
                   last_.loss / std::log(2.0));
   } else {
-    const int n = std::snprintf(held_out, sizeof held_out, "acc %.1f%%  exact %.1f%%",
-                                100 * last_.token_accuracy, 100 * last_.exact_match);
+    int used = std::snprintf(held_out, sizeof held_out, "acc %.1f%%  exact %.1f%%",
+                             100 * last_.token_accuracy, 100 * last_.exact_match);
     if (last_.train) {
-      std::snprintf(held_out + n, sizeof held_out - static_cast<size_t>(n),
-                    "  train acc %.1f%%  train loss %.4f", 100 * last_.train->token_accuracy,
-                    last_.train->loss);
+      used += std::snprintf(held_out + used, sizeof held_out - static_cast<size_t>(used),
+                            "  train acc %.1f%%  train loss %.4f",
+                            100 * last_.train->token_accuracy, last_.train->loss);
+    }
+    for (const train::PartLoss& part : last_.parts) {
+      if (used >= static_cast<int>(sizeof held_out)) break;
+      used += std::snprintf(held_out + used, sizeof held_out - static_cast<size_t>(used),
+                            "  %s loss %.4f", part.name.c_str(), part.loss);
     }
   }
   std::printf("%sstep %lld/%lld  loss %.4f  %s  %.0f tok/s  ETA %.0fs%s", tty_ ? "\r\033[K" : "",

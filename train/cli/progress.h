@@ -1,6 +1,7 @@
 // `gradlab train`'s progress line: one line rewritten in place on a terminal, one plain line per
 // evaluation otherwise. A language model's line shows the held-out loss in bits per token; a toy
-// task's, accuracy, and with a finite training set that set's accuracy and loss too.
+// task's, accuracy, and with a finite training set that set's accuracy and loss too, and the loss
+// of each part of the held-out targets (induction: first_copy and second_copy).
 #pragma once
 
 #include <cstdint>

@@ -122,6 +122,8 @@ line eval eval --checkpoint ck.h5 --threads 2
 line predict predict --checkpoint ck.h5 --input "1 2"
 line attention attention --checkpoint ck.h5 --input "1 2" --out w.h5
 line ablate ablate --checkpoint ck.h5 --mode mean --out a.csv --overwrite
+line ablate-together ablate --checkpoint ck.h5 --together 'blocks.1.attn:*' blocks.0.attn:0,1 \
+  blocks.0.ffn
 line patch patch --checkpoint ck.h5 --clean "1 2" --corrupt "2 1" --names '*hook_z' \
   --per-position --out p.h5
 line heads heads --checkpoint ck.h5 --length 2 --sequences 2 --out w.h5

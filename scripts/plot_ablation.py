@@ -25,8 +25,8 @@ def table(rows):
     """(layer names, column names, [layers, columns] loss increases with NaN where none)."""
     layers, cells, heads = [], {}, 0
     for row in rows:
-        if row["point"] == "intact":
-            continue
+        if row["point"] == "intact" or row["point"].startswith("together:"):
+            continue  # the intact model, and the set of --together, are not cells
         point = row["point"]
         if row["head"]:
             layer, column = point.rsplit(".", 1)[0], int(row["head"])

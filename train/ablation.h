@@ -1,7 +1,8 @@
-// Knocking out one part of a trained model at a time: every attention head (its z, the head's
-// output before W_O, set to zero or to its mean over the held-out set) and every feed-forward
-// sublayer (its output likewise), each scored on the held-out set against the intact model.
-// What `gradlab ablate` prints; through nn::HookScope, so the model code is unchanged.
+// Knocking out parts of a trained model: an attention head (its z, the head's output before W_O,
+// set to zero or to its mean over the held-out set) or a feed-forward sublayer (its output
+// likewise), scored on the held-out set against the intact model: each part in turn, or a chosen
+// set of parts at once. What `gradlab ablate` prints; through nn::HookScope, so the model code is
+// unchanged.
 #pragma once
 
 #include <string>
@@ -21,11 +22,17 @@ struct AblationModeRow {
 };
 const std::vector<AblationModeRow>& ablation_modes();
 
-struct AblatedPart {
+struct ModelPart {
   std::string point;  // "blocks.1.attn.hook_z" (a head) or "blocks.1.hook_mlp_out"
   int64_t head = -1;  // the query head, at hook_z; -1 for a feed-forward sublayer
-  Metrics metrics;    // on the held-out set with this part knocked out
 };
+
+struct AblatedPart : ModelPart {
+  Metrics metrics;  // on the held-out set with this part knocked out
+};
+
+// Every part of trainer's model, in forward order: each attention's heads, each block's ffn.
+std::vector<ModelPart> model_parts(Trainer& trainer);
 
 struct AblationResults {
   Metrics intact;                  // Trainer::evaluate() of the model as it is
@@ -37,5 +44,10 @@ struct AblationResults {
 // feed-forward output), so that mean ablation keeps what a part says on average and removes
 // what it says about this sequence. Runs on the calling thread's hooks; one process.
 AblationResults ablate_each_part(Trainer& trainer, AblationMode mode);
+
+// The held-out metrics with every one of `parts` knocked out at once (means as above). Heads that
+// do the same work (say, several induction heads) hide each other when knocked out one at a
+// time; together they show what the set does.
+Metrics ablate_together(Trainer& trainer, AblationMode mode, const std::vector<ModelPart>& parts);
 
 }  // namespace gradlab::train

@@ -177,6 +177,38 @@ TEST_F(AblatePatchCliTest, AblateRefusesBadModesAndOutputs) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
 }
 
+// --together knocks a set out at once, in the table's own names; its row joins the CSV, and a
+// name that is no part of the model is a usage error listing the parts.
+TEST_F(AblatePatchCliTest, AblateKnocksOutASetTogether) {
+  TempDir tmp;
+  const std::string csv = tmp.file("set.csv");
+  CommandResult r = run_gradlab({"ablate", "--checkpoint", checkpoint("decoder"), "--together",
+                                 "blocks.0.attn:*", "blocks.1.ffn", "--out", csv});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out,
+                       "knocked out together: blocks.0.attn:0 blocks.0.attn:1 "
+                       "blocks.1.ffn\n  loss "))
+      << r.out;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 2u + 6u + 1u);
+  EXPECT_EQ(rows.back()[0], "together: blocks.0.attn:0 blocks.0.attn:1 blocks.1.ffn");
+  EXPECT_EQ(rows.back()[1], "");
+  EXPECT_GT(std::stod(rows.back()[5]), 0.1) << "the copying layer's heads are out";
+
+  // A list of heads names the same parts as each head on its own.
+  const std::string listed = tmp.file("listed.csv");
+  r = run_gradlab({"ablate", "--checkpoint", checkpoint("decoder"), "--together",
+                   "blocks.0.attn:1,0", "blocks.1.ffn", "--out", listed});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_csv(listed).back(), rows.back());
+
+  for (const char* bad : {"blocks.0.attn:2", "blocks.0.attn:", "blocks.0.attn", "blocks.9.ffn"}) {
+    r = run_gradlab({"ablate", "--checkpoint", checkpoint("decoder"), "--together", bad});
+    expect_usage_error(
+        r, "ablate", {"--together", "names no part of this model", "blocks.1.attn:1 blocks.1.ffn"});
+  }
+}
+
 TEST_F(AblatePatchCliTest, PatchScoresZeroForTheCorruptedRunAndOneForTheCleanRun) {
   TempDir tmp;
   const std::string out = tmp.file("decoder.h5");

@@ -235,9 +235,12 @@ TEST(HeadsCliPlanted, PlantedInductionCircuitScoresAsBuilt) {
   const CommandResult r = run_gradlab({"heads", "--checkpoint", checkpoint, "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(contains(r.out, "n = 6 random tokens repeated twice, 64 sequences, seed 0")) << r.out;
-  EXPECT_TRUE(contains(r.out, "induction heads (induction score above 0.4): blocks.1 head 0 ("))
+  EXPECT_TRUE(contains(r.out, "induction heads (induction score above 0.4): blocks.1.attn:0 ("))
       << r.out;
-  EXPECT_FALSE(contains(r.out, "head 1 (")) << r.out;
+  EXPECT_FALSE(contains(r.out, ":1 (")) << r.out;
+  EXPECT_TRUE(contains(r.out, "knock them out together: gradlab ablate --checkpoint " + checkpoint +
+                                  " --together blocks.1.attn:0\n"))
+      << r.out;
   H5::Exception::dontPrint();
   const H5::H5File file(out, H5F_ACC_RDONLY);
   const auto previous = read_scores(file, "previous_token");

@@ -104,6 +104,42 @@ TEST(Ablation, ZeroingAHeadIsZeroingItsColumnsOfTheOutputProjection) {
   }
 }
 
+// A set knocked out at once is the set removed from the weights: heads 0 and 2 of a 3-head
+// attention and a feed-forward sublayer of another block, together; a set of one part is that
+// part's cell of the table, in both modes (up to rounding: the mean is read by an evaluation
+// that hooks fewer points, whose attention may take the fused path).
+TEST(Ablation, KnockingOutASetTogetherIsRemovingItFromTheWeights) {
+  for (const char* model : {"decoder", "seq2seq"}) {
+    const train::RunConfig config = trained_config(model);
+    auto trainer = trained(config);
+    const std::string block = std::string(model) == "decoder" ? "blocks." : "decoder.";
+    const std::string attention = block + "1.attn";
+    const std::vector<train::ModelPart> set{
+        {attention + ".hook_z", 0}, {attention + ".hook_z", 2}, {block + "0.hook_mlp_out", -1}};
+    const train::Metrics together =
+        train::ablate_together(*trainer, train::AblationMode::zero, set);
+    auto edited = trained(config);
+    const int64_t head_dim = config.net.d_model / config.net.num_heads;
+    zero_columns(edited->model(), attention + ".out_proj.weight", 0, head_dim);
+    zero_columns(edited->model(), attention + ".out_proj.weight", 2 * head_dim, 3 * head_dim);
+    zero_columns(edited->model(), block + "0.ffn.fc2.weight", 0, config.net.d_ff);
+    zero_columns(edited->model(), block + "0.ffn.fc2.bias", 0, config.net.d_model);
+    const train::Metrics m = edited->evaluate();
+    EXPECT_NEAR(together.loss, m.loss, 1e-5 * (1 + m.loss)) << model;
+    EXPECT_NEAR(together.token_accuracy, m.token_accuracy, 1e-9) << model;
+
+    for (const train::AblationMode mode : {train::AblationMode::zero, train::AblationMode::mean}) {
+      const train::AblationResults each = train::ablate_each_part(*trainer, mode);
+      for (const size_t i : {size_t{0}, each.parts.size() - 1}) {
+        const train::AblatedPart& part = each.parts[i];
+        EXPECT_NEAR(train::ablate_together(*trainer, mode, {part}).loss, part.metrics.loss,
+                    1e-6 * (1 + part.metrics.loss))
+            << model << " " << part.point << " head " << part.head;
+      }
+    }
+  }
+}
+
 TEST(Ablation, TheMeanOverAHeldOutSetOfOneSequenceIsThatSequence) {
   for (const char* model : {"decoder", "seq2seq"}) {
     auto trainer = trained(trained_config(model, 1));

@@ -1,9 +1,11 @@
 // `gradlab ablate`: every head of every layer, and every feed-forward sublayer, knocked out in
 // turn (train/ablation.h), scored on the held-out set against the intact model: a table of
 // layers by heads on stdout and, with --out, a CSV for scripts/plot_ablation.py.
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "autograd/kinds.h"
@@ -27,6 +29,7 @@ struct AblateArgs {
   CheckpointArgs checkpoint{kAblateCaption};
   std::string mode = "zero";
   std::string data;
+  std::vector<std::string> together;
 };
 
 int parse_ablate_options(const std::vector<std::string>& args, AblateArgs& a) {
@@ -35,7 +38,10 @@ int parse_ablate_options(const std::vector<std::string>& args, AblateArgs& a) {
                             "sequences, at each position)";
   a.checkpoint.options.add_options()("mode", po::value(&a.mode)->default_value("zero"),
                                      modes.c_str())(
-      "data", po::value(&a.data), "a language model: score on every token of this file instead");
+      "data", po::value(&a.data), "a language model: score on every token of this file instead")(
+      "together", po::value(&a.together)->multitoken(),
+      "also knock out these parts all at once, in the table's names: blocks.1.attn:2 (a head), "
+      "blocks.1.attn:0,2 or blocks.1.attn:* (heads), blocks.1.ffn (a feed-forward sublayer)");
   const int code = parse_with_output(
       "ablate", args, a.checkpoint, "the ablation table",
       {.help = "also write the table as CSV to this (new) file", .required = false});
@@ -53,6 +59,43 @@ int parse_ablate_options(const std::vector<std::string>& args, AblateArgs& a) {
 std::string table_row(const train::AblatedPart& part) {
   const std::string module = part.point.substr(0, part.point.rfind('.'));
   return part.head >= 0 ? module : module + ".attn";
+}
+
+// A part as --together names it: "blocks.1.attn:2" or "blocks.1.ffn".
+std::string part_name(const train::ModelPart& part) {
+  const std::string module = part.point.substr(0, part.point.rfind('.'));
+  return part.head >= 0 ? module + ":" + std::to_string(part.head) : module + ".ffn";
+}
+
+// The parts one --together entry names (a list or * of heads after the colon); a ConfigError
+// naming the model's parts if it names none.
+std::vector<train::ModelPart> parts_named(const std::string& entry,
+                                          const std::vector<train::ModelPart>& all) {
+  const size_t colon = entry.find(':');
+  const std::string module = entry.substr(0, colon);
+  std::vector<std::string> heads;  // empty: a feed-forward sublayer
+  if (colon != std::string::npos) {
+    std::stringstream list(entry.substr(colon + 1));
+    for (std::string head; std::getline(list, head, ',');) heads.push_back(head);
+  }
+  std::vector<train::ModelPart> named;
+  for (const train::ModelPart& part : all) {
+    const std::string name = part_name(part);
+    const bool head_of_module = part.head >= 0 && name.substr(0, name.rfind(':')) == module;
+    const bool wanted =
+        heads.empty() ? colon == std::string::npos && name == module
+                      : head_of_module && std::any_of(heads.begin(), heads.end(), [&](auto& h) {
+                          return h == "*" || h == std::to_string(part.head);
+                        });
+    if (wanted) named.push_back(part);
+  }
+  if (named.empty() || (colon != std::string::npos && heads.empty())) {
+    std::string names;
+    for (const train::ModelPart& part : all) names.append(" ").append(part_name(part));
+    throw ConfigError("--together: " + quote(entry) +
+                      " names no part of this model; its parts:" + names);
+  }
+  return named;
 }
 
 // One table of layers by heads (and ffn) of metric, printed with the intact value.
@@ -89,7 +132,18 @@ void print_table(const char* title, double intact, const train::AblationResults&
   }
 }
 
-std::string csv(const train::AblationResults& results, const train::Metrics& intact) {
+// The --together parts, as printed and as the CSV's point of their row (with "together: "
+// before them): "blocks.1.attn:0 blocks.1.attn:1".
+std::string names_of_parts(const std::vector<train::ModelPart>& parts) {
+  std::string names;
+  for (const train::ModelPart& part : parts) {
+    names.append(names.empty() ? "" : " ").append(part_name(part));
+  }
+  return names;
+}
+
+std::string csv(const train::AblationResults& results, const train::Metrics& intact,
+                const std::optional<train::AblatedPart>& together) {
   std::ostringstream out;
   out.precision(9);
   // The losses of the held-out set's parts (induction: the two copies) follow, a column each.
@@ -103,7 +157,9 @@ std::string csv(const train::AblationResults& results, const train::Metrics& int
   out << "intact,," << intact.loss << ',' << intact.token_accuracy << ',' << intact.exact_match
       << ",0";
   part_losses(intact);
-  for (const train::AblatedPart& part : results.parts) {
+  std::vector<train::AblatedPart> rows = results.parts;
+  if (together) rows.push_back(*together);
+  for (const train::AblatedPart& part : rows) {
     const train::Metrics& m = part.metrics;
     out << part.point << ',' << (part.head >= 0 ? std::to_string(part.head) : "") << ',' << m.loss
         << ',' << m.token_accuracy << ',' << m.exact_match << ',' << m.loss - intact.loss;
@@ -127,6 +183,20 @@ int run_ablate(const std::vector<std::string>& args) {
   const std::unique_ptr<data::Task> task = train::make_task(run.config);
   const train::AblationModeRow& mode =
       row_named(train::ablation_modes(), a.mode, "ablation mode", "--mode: ");
+  std::vector<train::ModelPart> together;
+  try {
+    const std::vector<train::ModelPart> all = train::model_parts(*run.trainer);
+    for (const std::string& entry : a.together) {
+      for (const train::ModelPart& part : parts_named(entry, all)) {
+        const auto same = [&](const train::ModelPart& p) {
+          return p.point == part.point && p.head == part.head;
+        };
+        if (std::none_of(together.begin(), together.end(), same)) together.push_back(part);
+      }
+    }
+  } catch (const ConfigError& e) {
+    return usage_error("ablate", e.what(), a.checkpoint.options);
+  }
   const train::AblationResults results = train::ablate_each_part(*run.trainer, mode.id);
   const train::Metrics& intact = results.intact;
   const bool sequences = task->language_model() == nullptr;  // whole answers to match
@@ -154,14 +224,26 @@ int run_ablate(const std::vector<std::string>& args) {
     if (!most || part.metrics.loss > most->metrics.loss) most = &part;
   }
   if (most) {
-    const std::string label = most->head >= 0
-                                  ? table_row(*most) + " head " + std::to_string(most->head)
-                                  : most->point.substr(0, most->point.rfind('.')) + ".ffn";
-    std::printf("\nthe most important part: %s (loss %.4f -> %.4f)\n", label.c_str(), intact.loss,
-                most->metrics.loss);
+    std::printf("\nthe most important part: %s (loss %.4f -> %.4f)\n", part_name(*most).c_str(),
+                intact.loss, most->metrics.loss);
+  }
+  std::optional<train::AblatedPart> set;  // the --together parts, as one row
+  if (!together.empty()) {
+    set = train::AblatedPart{{"together: " + names_of_parts(together), -1},
+                             train::ablate_together(*run.trainer, mode.id, together)};
+    const train::Metrics& m = set->metrics;
+    std::printf("\nknocked out together: %s\n  loss %.4f -> %.4f, %s %.4f -> %.4f",
+                names_of_parts(together).c_str(), intact.loss, m.loss, accuracy.c_str(),
+                intact.token_accuracy, m.token_accuracy);
+    if (sequences) std::printf(", exact match %.4f -> %.4f", intact.exact_match, m.exact_match);
+    for (size_t i = 0; i < intact.parts.size(); ++i) {
+      std::printf(", %s loss %.4f -> %.4f", intact.parts[i].name.c_str(), intact.parts[i].loss,
+                  m.parts[i].loss);
+    }
+    std::printf("\n");
   }
   if (!a.checkpoint.out.empty()) {
-    train::replace_file_text(a.checkpoint.out, csv(results, intact));
+    train::replace_file_text(a.checkpoint.out, csv(results, intact, set));
     std::printf("wrote the table to %s\n", a.checkpoint.out.c_str());
   }
   return kExitOk;

@@ -55,10 +55,10 @@ int parse_heads_options(const std::vector<std::string>& args, HeadsArgs& a) {
 }
 
 // "blocks.1" for blocks.1.attn.hook_pattern, "decoder.0.cross_attn" for its cross-attention.
-std::string layer_of(const std::string& point) {
-  std::string layer = point.substr(0, point.rfind(".hook_pattern"));
-  if (layer.ends_with(".attn")) layer.resize(layer.size() - 5);
-  return layer;
+// "blocks.1.attn.hook_pattern" -> "blocks.1.attn", the attention a head is named by (as
+// `gradlab ablate --together blocks.1.attn:0` names it).
+std::string attention_of(const std::string& point) {
+  return point.substr(0, point.rfind(".hook_pattern"));
 }
 
 void print_table(const std::vector<nn::LayerHeadScores>& scores) {
@@ -82,19 +82,26 @@ void print_table(const std::vector<nn::LayerHeadScores>& scores) {
   }
 }
 
-void print_induction_heads(const std::vector<nn::LayerHeadScores>& scores) {
-  std::string found;
+// The heads above the threshold, and the ablate command that knocks them out together.
+void print_induction_heads(const std::vector<nn::LayerHeadScores>& scores,
+                           const std::string& checkpoint) {
+  std::string found, names;
   for (const nn::LayerHeadScores& point : scores) {
     for (size_t h = 0; h < point.induction.size(); ++h) {
       if (point.induction[h] <= kInductionThreshold) continue;
+      const std::string name = attention_of(point.point) + ":" + std::to_string(h);
       char score[16];
       std::snprintf(score, sizeof score, "%.2f", point.induction[h]);
-      found += (found.empty() ? "" : ", ") + layer_of(point.point) + " head " + std::to_string(h) +
-               " (" + score + ")";
+      found.append(found.empty() ? "" : ", ").append(name).append(" (").append(score).append(")");
+      names.append(" ").append(name);
     }
   }
   std::printf("induction heads (induction score above %.1f): %s\n", kInductionThreshold,
               found.empty() ? "none" : found.c_str());
+  if (!names.empty()) {
+    std::printf("knock them out together: gradlab ablate --checkpoint %s --together%s\n",
+                checkpoint.c_str(), names.c_str());
+  }
 }
 
 }  // namespace
@@ -125,7 +132,7 @@ int run_heads(const std::vector<std::string>& args) {
       a.checkpoint.checkpoint.c_str(), static_cast<long long>(a.scores.length),
       static_cast<long long>(a.scores.sequences), static_cast<unsigned long long>(a.scores.seed));
   print_table(scores);
-  print_induction_heads(scores);
+  print_induction_heads(scores, a.checkpoint.checkpoint);
   if (!a.checkpoint.out.empty()) {
     train::write_head_scores_file(a.checkpoint.out, scores, a.scores);
     std::printf("wrote the scores of %zu points to %s\n", scores.size(), a.checkpoint.out.c_str());

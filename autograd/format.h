@@ -27,18 +27,12 @@ std::string format_number(T value) {
 // Bytes of user text a message shows before it stops with "...".
 inline constexpr size_t kQuotedBytes = 80;
 
-// Text from the user as an error message shows it: at most its first kQuotedBytes bytes (cut at
-// a UTF-8 character boundary, then "..."), with control characters escaped (\n, \x1b), so that
-// a 130 KB argument or one holding newlines still gives a short one-line message. The one place
-// that shortens user text; quote() adds the quotes.
-inline std::string bounded(std::string_view text) {
-  size_t end = text.size();
-  if (end > kQuotedBytes) {
-    end = kQuotedBytes;
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  }
+// text with its control characters escaped (\n, \x00, \x1b), so that it stays on one line:
+// what every error message of the command line is passed through before it is printed, and
+// what bounded() shows of user text.
+inline std::string one_line(std::string_view text) {
   std::string out;
-  for (const char c : text.substr(0, end)) {
+  for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
     if (c == '\n') {
       out += "\\n";
@@ -50,6 +44,20 @@ inline std::string bounded(std::string_view text) {
       out += c;
     }
   }
+  return out;
+}
+
+// Text from the user as an error message shows it: at most its first kQuotedBytes bytes (cut at
+// a UTF-8 character boundary, then "..."), on one line (one_line), so that a 130 KB argument or
+// one holding newlines still gives a short one-line message. The one place that shortens user
+// text; quote() adds the quotes.
+inline std::string bounded(std::string_view text) {
+  size_t end = text.size();
+  if (end > kQuotedBytes) {
+    end = kQuotedBytes;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  }
+  std::string out = one_line(text.substr(0, end));
   if (end < text.size()) out += "...";
   return out;
 }

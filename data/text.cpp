@@ -139,9 +139,23 @@ Vocabulary Vocabulary::bytes() {
 
 Vocabulary Vocabulary::characters(std::vector<char32_t> code_points) {
   if (code_points.empty()) throw ConfigError("char vocabulary: no characters");
-  std::sort(code_points.begin(), code_points.end());
-  if (std::adjacent_find(code_points.begin(), code_points.end()) != code_points.end()) {
-    throw ConfigError("char vocabulary: a character appears twice");
+  for (size_t i = 0; i < code_points.size(); ++i) {
+    const char32_t c = code_points[i];
+    // /config keeps the vocabulary as an HDF5 string, which ends at a NUL.
+    if (c == 0) {
+      throw ConfigError("char vocabulary: " + describe_character(c) +
+                        " cannot be stored in a checkpoint");
+    }
+    if (c >= kMaxCharacters || (c >= 0xD800 && c <= 0xDFFF)) {
+      throw ConfigError("char vocabulary: " + describe_character(c) + " is not a character");
+    }
+    if (i > 0 && c <= code_points[i - 1]) {
+      throw ConfigError("char vocabulary: " + describe_character(c) +
+                        (c == code_points[i - 1]
+                             ? " appears twice"
+                             : " comes after " + describe_character(code_points[i - 1])) +
+                        " (token ids follow ascending code points)");
+    }
   }
   Vocabulary v;
   v.kind_ = Tokenizer::Char;
@@ -159,8 +173,12 @@ Vocabulary Vocabulary::deserialize(Tokenizer kind, const std::string& symbols) {
     return bytes();
   }
   std::vector<char32_t> code_points;
-  for (size_t offset = 0; offset < symbols.size();) {
-    code_points.push_back(decode_utf8(symbols, offset));
+  try {
+    for (size_t offset = 0; offset < symbols.size();) {
+      code_points.push_back(decode_utf8(symbols, offset));
+    }
+  } catch (const InvalidUtf8& e) {
+    throw ConfigError(std::string("char vocabulary: ") + e.what());
   }
   return characters(std::move(code_points));
 }
@@ -228,6 +246,9 @@ TextCorpus::TextCorpus(const std::string& path, Tokenizer tokenizer, const Vocab
     }
     tokens_ = std::move(bytes);
   } else {
+    // Only a new vocabulary may be read another way: a model's is fixed.
+    const std::string byte_hint =
+        std::string(" (--tokenizer ") + tokenizer_kind(Tokenizer::Byte).name + " reads any file)";
     CodePoints code_points;
     std::vector<bool> present(Vocabulary::kMaxCharacters, false), known;
     if (fixed) {
@@ -254,8 +275,8 @@ TextCorpus::TextCorpus(const std::string& path, Tokenizer tokenizer, const Vocab
           code_points.push(c);
         }
       } catch (const InvalidUtf8&) {
-        throw fail("invalid UTF-8 at byte " + format_number(consumed + offset) + " (--tokenizer " +
-                   tokenizer_kind(Tokenizer::Byte).name + " reads any file)");
+        throw fail("invalid UTF-8 at byte " + format_number(consumed + offset) +
+                   (fixed ? " (the model reads UTF-8 text)" : byte_hint));
       }
       carry = text.substr(offset);
       consumed += offset;
@@ -270,7 +291,11 @@ TextCorpus::TextCorpus(const std::string& path, Tokenizer tokenizer, const Vocab
       }
     }
     if (code_points.size() == 0) throw fail("is empty");
-    vocabulary_ = fixed ? *fixed : Vocabulary::characters(symbols);
+    try {
+      vocabulary_ = fixed ? *fixed : Vocabulary::characters(symbols);
+    } catch (const ConfigError& e) {
+      throw fail(e.what() + byte_hint);
+    }
     const int64_t vocabulary = vocabulary_.size();
     std::visit(
         [&](auto& values) {

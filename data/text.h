@@ -31,9 +31,13 @@ class Vocabulary {
   static constexpr int64_t kMaxCharacters = 0x110000;
 
   static Vocabulary bytes();
-  // The distinct code points of a text, sorted; throws ConfigError if a code point repeats.
+  // The code points of tokens 0, 1, ...: the one check of a char vocabulary, for the tokenizer
+  // and every checkpoint. Throws ConfigError unless they are distinct Unicode characters in
+  // ascending order (a reordered vocabulary would give every token id another character) and
+  // none is U+0000 (a checkpoint's /config stores the vocabulary as a string, which ends at a
+  // NUL: a text holding one is refused before training, not at its first save).
   static Vocabulary characters(std::vector<char32_t> code_points);
-  // Inverse of serialize(); throws ConfigError naming the problem.
+  // Inverse of serialize(); throws ConfigError naming the problem (characters()).
   static Vocabulary deserialize(Tokenizer kind, const std::string& symbols);
   // The same with the tokenizer's name; throws ConfigError for an unknown one.
   static Vocabulary deserialize(const std::string& kind, const std::string& symbols);
@@ -71,7 +75,8 @@ std::string encode_utf8(char32_t code_point);
 class TextCorpus {
  public:
   // Reads and tokenizes path. Throws ConfigError naming the file: missing, a directory,
-  // unreadable, empty, invalid UTF-8 (char: where, and that --tokenizer byte takes any file).
+  // unreadable, empty, invalid UTF-8 or a NUL character (char: where, and that --tokenizer byte
+  // takes any file).
   TextCorpus(const std::string& path, const std::string& tokenizer, double val_fraction);
   // The same file read with a model's vocabulary (to resume or evaluate on any text); a
   // character outside it is an error naming the character and its byte offset.

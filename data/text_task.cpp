@@ -64,15 +64,17 @@ void check(bool ok, const std::string& message) {
 }
 
 // The vocabulary options name, if it is known without reading the file: stored (a checkpoint,
-// or after prepare()), or the byte tokenizer's fixed one. Errors name --tokenizer.
+// or after prepare()), or the byte tokenizer's fixed one. Errors name --tokenizer, or the stored
+// vocabulary ("char vocabulary: ...").
 std::optional<Vocabulary> known_vocabulary(const TextOptions& options) {
+  Tokenizer tokenizer;
   try {
-    const Tokenizer tokenizer = tokenizer_named(options.tokenizer);
-    if (options.vocabulary.empty() && tokenizer == Tokenizer::Char) return std::nullopt;
-    return Vocabulary::deserialize(tokenizer, options.vocabulary);
+    tokenizer = tokenizer_named(options.tokenizer);
   } catch (const ConfigError& e) {
     throw ConfigError(std::string("--tokenizer: ") + e.what());
   }
+  if (options.vocabulary.empty() && tokenizer == Tokenizer::Char) return std::nullopt;
+  return Vocabulary::deserialize(tokenizer, options.vocabulary);
 }
 
 }  // namespace

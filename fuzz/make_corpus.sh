@@ -28,8 +28,14 @@ tiny=(--length 1 --symbols 2 --d-model 4 --heads 1 --layers 1 --d-ff 4 --batch-s
 "$gradlab" train "${tiny[@]}" --out decoder >/dev/null
 "$gradlab" train "${tiny[@]}" --model seq2seq --optimizer sgd --momentum 0.9 --out seq2seq \
   >/dev/null
+# A character-level language model: its /config holds the text's vocabulary (a string with a
+# newline in it), which every reader checks.
+for _ in $(seq 40); do printf 'the cat sat.\n'; done >text.txt
+"$gradlab" train --task text --data text.txt --context 4 --d-model 4 --heads 1 --layers 1 \
+  --d-ff 4 --batch-size 1 --eval-iters 1 --steps 1 --eval-every 1 --out text >/dev/null
 ck="$out/checkpoint"
 cp decoder/step-000001.h5 "$ck/valid-decoder-adam.h5"
+cp text/step-000001.h5 "$ck/valid-text-char.h5"
 cp seq2seq/step-000001.h5 "$ck/valid-seq2seq-sgd-momentum.h5"
 h5repack -l /model/head.weight,/model/head.bias:CHUNK=2 \
   -f /model/head.weight,/model/head.bias:GZIP=1 decoder/step-000001.h5 "$ck/valid-chunked-gzip.h5"
@@ -163,5 +169,27 @@ line gradcheck-seed-negative gradcheck --seed=-1
 line train-clip-inf train --clip inf
 line train-lr-nan train --lr nan
 line train-long-task train --task "$(printf 'x%.0s' {1..300})"
+# The input classes of tests/cli/test_input_rules.cpp: the sample command's flags, non-finite
+# numbers of other commands, special files as --data, --data on a toy task's checkpoint, an
+# option of another task (a flag, a config-file line), impossible task sizes, an empty or
+# ambiguous option.
+line sample sample --checkpoint ck.h5 --prompt "a b" --tokens 3 --temperature 0.5 --top-k 2 \
+  --seed 4 --no-cache --threads 1
+line sample-temperature-inf sample --checkpoint ck.h5 --temperature inf
+line sample-temperature-nan sample --checkpoint ck.h5 --temperature nan
+line sample-temperature-negative sample --checkpoint ck.h5 --temperature -0.5
+line activations-max-memory-inf activations --checkpoint ck.h5 --input "1 2" --out a.h5 \
+  --max-memory inf
+line eval-data-dir eval --checkpoint ck.h5 --data dir
+line eval-data-fifo eval --checkpoint ck.h5 --data fifo
+line ablate-data-fifo ablate --checkpoint ck.h5 --data fifo
+line train-data-without-text train --data run.ini
+line train-modulus-on-copy train --modulus 7
+line train-tokenizer-on-modular train --task modular --tokenizer byte
+line train-modulus-one train --task modular --modulus 1
+line train-fraction-one train --task modular --train-fraction 1
+line train-mqar-pairs-large train --task mqar --pairs 40 --context 64
+line train-empty-argument train ""
+line train-ambiguous train --e 1
 echo "fuzz corpus: $(find "$ck" -type f | wc -l) checkpoint inputs, $(find "$cli" -type f | wc -l)" \
   "command lines in $out"

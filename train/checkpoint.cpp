@@ -90,6 +90,10 @@ std::vector<ConfigEntry> read_checkpoint_config(const std::string& path) {
   return read_config(open_checkpoint(path));
 }
 
+std::vector<std::pair<std::string, Shape>> read_model_shapes(const std::string& path) {
+  return shapes_of(open_model(open_checkpoint(path)));
+}
+
 void restore_tensors(const std::string& path, const char* group,
                      const std::vector<nn::NamedTensor>& stored,
                      const std::vector<nn::NamedTensor>& live) {

@@ -104,6 +104,10 @@ CheckpointData read_checkpoint(const std::string& path, const ExpectedTensors& e
 // file).
 std::vector<ConfigEntry> read_checkpoint_config(const std::string& path);
 
+// The names and shapes of the /model datasets, in the order they were saved, without reading a
+// value: what a loader compares with its /config before anything else is read.
+std::vector<std::pair<std::string, Shape>> read_model_shapes(const std::string& path);
+
 // Copies the tensors read from group (kModelGroup or kOptimizerGroup) of the checkpoint at path
 // into the live tensors with the same names, converting to each live tensor's dtype. The names
 // must match exactly in both directions and every shape must be equal; all of this is checked

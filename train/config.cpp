@@ -392,6 +392,12 @@ RunConfig from_entries(const std::vector<ConfigEntry>& entries, const std::strin
       throw CheckpointError(path + ": /config/" + f.key + ": missing");
     }
   }
+  try {
+    make_task(
+        config);  // the task's own checks: a text's stored vocabulary (Vocabulary::characters)
+  } catch (const ConfigError& e) {
+    throw CheckpointError(path + ": /config: " + e.what());
+  }
   return config;
 }
 

@@ -87,7 +87,8 @@ void check_fields(const RunConfig& config);
 void finalize(RunConfig& config);
 
 // The checkpoint's /config attributes (run_fields), and back. from_entries throws
-// CheckpointError naming the path and the missing, mistyped or non-finite attribute; it reads a
+// CheckpointError naming the path and the missing, mistyped or non-finite attribute, or the
+// task option its task refuses (a stored vocabulary out of order); it reads a
 // renamed field under its old key too, and ignores the attributes of other tasks (a file
 // written before /config held its own task's options only has every task's).
 std::vector<ConfigEntry> to_entries(const RunConfig& config);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "autograd/format.h"
 #include "autograd/ops.h"
@@ -229,11 +230,8 @@ void Trainer::restore(const CheckpointData& data, const std::string& path) {
   last_loss_ = data.train.loss;
 }
 
-namespace {
-
-// The configuration a checkpoint was written with, checked as a new run's would be.
-RunConfig checkpoint_config(const std::vector<ConfigEntry>& entries, const std::string& path) {
-  RunConfig config = from_entries(entries, path);
+RunConfig checkpoint_run_config(const std::string& path) {
+  RunConfig config = from_entries(read_checkpoint_config(path), path);
   try {
     finalize(config);
   } catch (const ConfigError& e) {
@@ -242,16 +240,41 @@ RunConfig checkpoint_config(const std::vector<ConfigEntry>& entries, const std::
   return config;
 }
 
-}  // namespace
+void require_vocabulary_rows(const std::string& path, const RunConfig& config,
+                             const nn::SequenceModel& model) {
+  const int64_t vocabulary = config.net.vocab_size;
+  std::map<std::string, Shape> stored;
+  for (const auto& [name, shape] : read_model_shapes(path)) stored.emplace(name, shape);
+  for (const auto& [name, tensor] : model.named_parameters()) {
+    const auto found = stored.find(name);
+    const Shape& live = tensor.shape();
+    if (found == stored.end() || found->second.size() != live.size()) continue;
+    // The one axis where the stored shape differs must be a vocabulary axis of the model's.
+    int differing = -1, count = 0;
+    for (size_t axis = 0; axis < live.size(); ++axis) {
+      if (found->second[axis] != live[axis]) {
+        differing = static_cast<int>(axis);
+        ++count;
+      }
+    }
+    if (count != 1 || live[static_cast<size_t>(differing)] != vocabulary) continue;
+    throw CheckpointError(path + ": " + kModelGroup + "/" + name + " has " +
+                          format_number(found->second[static_cast<size_t>(differing)]) +
+                          " tokens on axis " + format_number(differing) + " but /config gives " +
+                          make_task(config)->vocabulary_flag() + " (" + format_number(vocabulary) +
+                          " tokens): the checkpoint is inconsistent");
+  }
+}
 
 LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) {
-  LoadedRun run{checkpoint_config(read_checkpoint_config(checkpoint_path), checkpoint_path),
-                nullptr};
+  LoadedRun run{checkpoint_run_config(checkpoint_path), nullptr};
   if (data::task_kind(run.config.task.name).own_data) {
     throw ConfigError(checkpoint_path +
                       ": trained on a program's own data, which is not in the file: no held-out "
                       "set to score nor batches to resume (the program can: Trainer::evaluate)");
   }
+  const auto model = nn::make_sequence_model(run.config.model, run.config.net);
+  require_vocabulary_rows(checkpoint_path, run.config, *model);  // before a data file is read
   if (!text.empty()) {
     const std::unique_ptr<data::Task> task = make_task(run.config);
     const data::LanguageModelTask* language_model = task->language_model();
@@ -259,13 +282,16 @@ LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) 
       throw ConfigError(checkpoint_path + ": a " + task->name() +
                         " model, not a language model: --data applies to language models");
     }
-    const auto model = nn::make_sequence_model(run.config.model, run.config.net);
     run.trainer = std::make_unique<Trainer>(
         model, make_optimizer(run.config.optimizer, model->named_parameters()),
         language_model->file_source(text, model, run.config.seed, run.config.batch_size),
         options_of(run.config));
   } else {
-    run.trainer = std::make_unique<Trainer>(run.config);
+    const std::shared_ptr<const data::Task> task = make_task(run.config);
+    run.trainer = std::make_unique<Trainer>(
+        model, make_optimizer(run.config.optimizer, model->named_parameters()),
+        task->data_source(model, run.config.seed, run.config.batch_size, run.config.eval_size),
+        options_of(run.config));
   }
   // The tensors are read once the model they belong to exists, so that a file whose names or
   // shapes do not fit it is refused before a value is allocated.
@@ -276,9 +302,9 @@ LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) 
 }
 
 LoadedModel load_model(const std::string& checkpoint_path) {
-  LoadedModel loaded{checkpoint_config(read_checkpoint_config(checkpoint_path), checkpoint_path),
-                     nullptr};
+  LoadedModel loaded{checkpoint_run_config(checkpoint_path), nullptr};
   loaded.model = nn::make_sequence_model(loaded.config.model, loaded.config.net);
+  require_vocabulary_rows(checkpoint_path, loaded.config, *loaded.model);
   const CheckpointData data =
       read_checkpoint(checkpoint_path, {loaded.model->named_parameters(), std::nullopt});
   require_finite(data, checkpoint_path);

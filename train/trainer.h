@@ -161,6 +161,18 @@ class Trainer {
   std::vector<float> gradient_buffer_;  // the gradients summed across the group, flat
 };
 
+// A checkpoint's /config as a run's configuration, checked as a new run's would be; throws
+// CheckpointError naming the file.
+RunConfig checkpoint_run_config(const std::string& path);
+
+// Throws CheckpointError, naming the file, the tensor and the task's vocabulary, when a tensor
+// of the checkpoint at path has another number of rows than the vocabulary its /config gives
+// (a text's characters, a toy task's symbols) where `model`, built from that config, has one
+// row per token: the file is inconsistent. Reads no tensor value; a loader calls it before it
+// reads a data file, so that the file, not the data, is blamed.
+void require_vocabulary_rows(const std::string& path, const RunConfig& config,
+                             const nn::SequenceModel& model);
+
 // A run rebuilt from a checkpoint: its configuration, and a trainer holding its parameters,
 // optimizer and loop state. Throws CheckpointError naming the file and the item if anything is
 // missing or mismatched. A language model reads its data file, or `text` instead when given,

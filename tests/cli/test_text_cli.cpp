@@ -144,7 +144,7 @@ TEST(TextCli, BadTextInputsNameTheFile) {
     std::string path, expected;
   } cases[] = {
       {dir.file("missing.txt"), "missing.txt: no such file"},
-      {dir.path().string(), "is a directory"},
+      {dir.path().string(), "not a regular file (a directory)"},
       {write(dir, "empty.txt", ""), "empty.txt: is empty"},
       {write(dir, "latin1.txt", "caf\xE9 au lait\n"), "invalid UTF-8 at byte 3"},
       {write(dir, "short.txt", std::string(100, 'x')), "the validation split has 10 tokens"},

@@ -234,6 +234,20 @@ int parse_with_output(const std::string& command, const std::vector<std::string>
   return -1;
 }
 
+int check_text_flag(const std::string& command, const std::string& checkpoint,
+                    const std::string& flag, const std::string& value,
+                    const po::options_description& options) {
+  if (value.empty()) return -1;
+  const train::RunConfig config = train::checkpoint_run_config(checkpoint);
+  if (data::task_kind(config.task.name).own_data || !train::make_task(config)->language_model()) {
+    return usage_error(command,
+                       flag + " applies to a language model's checkpoint; " + checkpoint +
+                           " is a model of task " + config.task.name,
+                       options);
+  }
+  return -1;
+}
+
 nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer) {
   nn::SequenceModel& model = *run.loaded.model;
   if (run.text()) {

@@ -98,6 +98,14 @@ struct OutputFlag {
 int parse_with_output(const std::string& command, const std::vector<std::string>& args,
                       CheckpointArgs& a, const std::string& contents, const OutputFlag& flag = {});
 
+// A flag that gives a language model text (--data FILE) is a usage error on the checkpoint of
+// a task that reads none: returns -1 when value is empty (the flag not given) or the checkpoint
+// is a language model's, or 2 after "--data: <checkpoint> is a copy model, not a language
+// model". Reads only the checkpoint's /config (CheckpointError for an unreadable one).
+int check_text_flag(const std::string& command, const std::string& checkpoint,
+                    const std::string& flag, const std::string& value,
+                    const boost::program_options::options_description& options);
+
 // "3 1 4 1 5"
 std::string join(const std::vector<int64_t>& tokens);
 

@@ -46,6 +46,10 @@ int parse_ablate_options(const std::vector<std::string>& args, AblateArgs& a) {
       "ablate", args, a.checkpoint, "the ablation table",
       {.help = "also write the table as CSV to this (new) file", .required = false});
   if (code >= 0) return code;
+  if (const int data = check_input_file("ablate", "--data", a.data, a.checkpoint.options);
+      data >= 0) {
+    return data;
+  }
   try {
     row_named(train::ablation_modes(), a.mode, "ablation mode", "--mode: ");
   } catch (const ConfigError& e) {
@@ -178,6 +182,11 @@ int parse_ablate(const std::vector<std::string>& args) {
 int run_ablate(const std::vector<std::string>& args) {
   AblateArgs a;
   if (const int code = parse_ablate_options(args, a); code >= 0) return code;
+  if (const int code = check_text_flag("ablate", a.checkpoint.checkpoint, "--data", a.data,
+                                       a.checkpoint.options);
+      code >= 0) {
+    return code;
+  }
   set_threads(static_cast<int>(a.checkpoint.threads));
   const train::LoadedRun run = train::load_run(a.checkpoint.checkpoint, a.data);
   const std::unique_ptr<data::Task> task = train::make_task(run.config);

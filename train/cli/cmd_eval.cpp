@@ -8,6 +8,7 @@
 #include "data/tokenizer.h"
 #include "train/cli/checkpoint_args.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
 #include "train/trainer.h"
 
 namespace gradlab::cli {
@@ -22,7 +23,8 @@ constexpr const char* kEvalCaption =
 int parse_eval_options(const std::vector<std::string>& args, CheckpointArgs& a) {
   a.options.add_options()("data", po::value(&a.input),
                           "a language model: score every token of this file");
-  return parse_with_checkpoint("eval", args, a);
+  if (const int code = parse_with_checkpoint("eval", args, a); code >= 0) return code;
+  return check_input_file("eval", "--data", a.input, a.options);
 }
 
 }  // namespace
@@ -35,6 +37,10 @@ int parse_eval(const std::vector<std::string>& args) {
 int run_eval(const std::vector<std::string>& args) {
   CheckpointArgs a(kEvalCaption);
   if (const int code = parse_eval_options(args, a); code >= 0) return code;
+  if (const int code = check_text_flag("eval", a.checkpoint, "--data", a.input, a.options);
+      code >= 0) {
+    return code;
+  }
   set_threads(static_cast<int>(a.threads));
   const train::LoadedRun run = train::load_run(a.checkpoint, a.input);
   const train::Metrics m = run.trainer->evaluate();

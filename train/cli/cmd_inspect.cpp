@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "autograd/format.h"
 #include "train/checkpoint.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
@@ -50,8 +51,10 @@ int run_inspect(const std::vector<std::string>& args) {
       path.c_str(), static_cast<long long>(data.train.step),
       static_cast<long long>(data.optimizer_step), data.train.best_metric,
       static_cast<long long>(data.train.best_step));
+  // As stored, unchecked (inspect shows what a reader refuses), one line each: a text's
+  // vocabulary holds a newline.
   for (const auto& [key, value] : data.config) {
-    std::printf("  %-18s %s\n", key.c_str(), train::to_string(value).c_str());
+    std::printf("  %-18s %s\n", key.c_str(), one_line(train::to_string(value)).c_str());
   }
   std::printf("\n  %-40s %-12s %8s %12s %12s\n", "parameter", "shape", "count", "mean", "std");
   int64_t total = 0;

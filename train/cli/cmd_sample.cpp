@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "autograd/error.h"
+#include "autograd/format.h"
 #include "autograd/threads.h"
 #include "data/text.h"
 #include "nn/generate.h"
@@ -41,12 +42,16 @@ int parse_sample_options(const std::vector<std::string>& args, SampleArgs& a) {
   if (const int code = parse_or_usage("sample", args, a.options, a.vm); code >= 0) return code;
   a.sampling.use_cache = !a.vm["no-cache"].as<bool>();
   if (const int code = check_threads("sample", a.threads, a.options); code >= 0) return code;
-  if (a.sampling.tokens < 0)
-    return usage_error("sample", "--tokens must not be negative", a.options);
-  if (!(a.sampling.temperature >= 0)) {
-    return usage_error("sample", "--temperature must not be negative", a.options);
+  // Non-finite numbers were refused by parse_or_usage.
+  const auto negative = [&](const char* flag, const std::string& value) {
+    return usage_error("sample", std::string(flag) + " must not be negative, got " + value,
+                       a.options);
+  };
+  if (a.sampling.tokens < 0) return negative("--tokens", format_number(a.sampling.tokens));
+  if (a.sampling.temperature < 0) {
+    return negative("--temperature", format_number(a.sampling.temperature));
   }
-  if (a.sampling.top_k < 0) return usage_error("sample", "--top-k must not be negative", a.options);
+  if (a.sampling.top_k < 0) return negative("--top-k", format_number(a.sampling.top_k));
   require_checkpoint_file(a.checkpoint);
   return -1;
 }

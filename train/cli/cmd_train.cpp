@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "autograd/threads.h"
@@ -93,11 +94,14 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
   add_run_options(options, opts.config);
   po::variables_map vm;
   if (const int code = parse_or_usage("train", args, options, vm); code >= 0) return code;
+  std::set<std::string> command_line;  // the options given as flags, before the config file's
+  for (const auto& [key, value] : vm) {
+    if (!value.defaulted()) command_line.insert(key);
+  }
   try {
     if (!config_file.empty()) {
-      if (const auto kind = special_file(config_file)) {
-        return usage_error(
-            "train", "--config " + config_file + ": not a regular file (" + *kind + ")", options);
+      if (const int code = check_input_file("train", "--config", config_file, options); code >= 0) {
+        return code;
       }
       std::ifstream in(config_file);
       if (!in) return usage_error("train", "--config: cannot read " + config_file, options);
@@ -166,6 +170,14 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
     }
   } catch (const ConfigError& e) {
     return usage_error("train", e.what(), options);
+  }
+  if (const std::string reason = option_of_another_task(vm, command_line, config_file, opts.config);
+      !reason.empty()) {
+    return usage_error("train", reason, options);
+  }
+  if (const int code = check_input_file("train", "--data", opts.config.task.text.data, options);
+      code >= 0) {
+    return code;
   }
   if (opts.config.out_dir.empty()) opts.config.out_dir = default_out_dir(opts.config);
   if (writer) {

@@ -166,7 +166,8 @@ int main(int argc, char** argv) {
     // One write: under mpirun the other processes' and Open MPI's own messages may interleave
     // with this one between writes.
     const std::string line = "gradlab " + name + (where.empty() ? "" : " (" + where + ")") + ": " +
-                             (allocation ? out_of_memory(name, args) : e.what()) + "\n";
+                             gradlab::one_line(allocation ? out_of_memory(name, args) : e.what()) +
+                             "\n";
     std::cerr << line << std::flush;
     // The other processes would wait for this one in their next collective.
     if (world().size() > 1) world().abort(kExitFailure);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -43,6 +44,33 @@ std::string name_positional(po::parsed_options& parsed,
   return "";
 }
 
+// False for a number that reads as infinite or NaN ("inf", "nan", "1e999"); text that is no
+// number at all is left to Boost, whose message says so.
+bool finite_or_unreadable(const std::string& value) {
+  char* end = nullptr;
+  const double number = std::strtod(value.c_str(), &end);
+  return end == value.c_str() || std::isfinite(number);
+}
+
+// "option '--e' is ambiguous: it matches --eps, --eval-every, --eval-full and 3 more": Boost's
+// own message lists every alternative, 600 characters for `gradlab train ''`.
+std::string ambiguous_message(const po::ambiguous_option& e) {
+  const std::string given = e.get_option_name();
+  if (given.empty() || given == "--" || given == "-") {
+    return "unexpected argument " + quote(given) + " (an empty option name)";
+  }
+  constexpr size_t kShown = 4;
+  const std::vector<std::string>& alternatives = e.alternatives();
+  std::string shown;
+  for (size_t i = 0; i < alternatives.size() && i < kShown; ++i) {
+    shown += (i == 0 ? "--" : ", --") + alternatives[i];
+  }
+  if (alternatives.size() > kShown) {
+    shown += " and " + std::to_string(alternatives.size() - kShown) + " more";
+  }
+  return "option " + quote(given) + " is ambiguous: it matches " + shown;
+}
+
 }  // namespace
 
 std::string refused_value(const po::parsed_options& parsed, bool empty_allowed) {
@@ -57,6 +85,9 @@ std::string refused_value(const po::parsed_options& parsed, bool empty_allowed) 
           dynamic_cast<const po::typed_value<std::string>*>(semantic)) {
         return flag + " must not be empty";
       }
+      if (dynamic_cast<const po::typed_value<double>*>(semantic) && !finite_or_unreadable(value)) {
+        return flag + " must be a finite number, got " + quote(value);
+      }
       const size_t first = value.find_first_not_of(" \t");
       if (first != std::string::npos && value[first] == '-' &&
           dynamic_cast<const po::typed_value<uint64_t>*>(semantic)) {
@@ -68,6 +99,9 @@ std::string refused_value(const po::parsed_options& parsed, bool empty_allowed) 
 }
 
 std::string error_message(po::error& e) {
+  if (const auto* ambiguous = dynamic_cast<const po::ambiguous_option*>(&e)) {
+    return ambiguous_message(*ambiguous);
+  }
   if (auto* with_name = dynamic_cast<po::error_with_option_name*>(&e)) {
     for (auto& [name, value] : ErrorAccess::substitutions(*with_name)) {
       std::replace(value.begin(), value.end(), '%', '?');
@@ -106,7 +140,7 @@ int parse_or_usage(const std::string& command, const std::vector<std::string>& a
 
 int usage_error(const std::string& command, const std::string& reason,
                 const po::options_description& options) {
-  std::cerr << "gradlab " << command << ": " << reason << "\n\n" << options << '\n';
+  std::cerr << "gradlab " << command << ": " << one_line(reason) << "\n\n" << options << '\n';
   return kExitUsage;
 }
 
@@ -149,6 +183,16 @@ std::optional<std::string> special_file(const std::string& path) {
   if (S_ISBLK(info.st_mode)) return "a block device";
   if (S_ISSOCK(info.st_mode)) return "a socket";
   return "a special file";
+}
+
+int check_input_file(const std::string& command, const std::string& flag, const std::string& path,
+                     const po::options_description& options) {
+  if (path.empty()) return -1;
+  if (const std::optional<std::string> kind = special_file(path)) {
+    return usage_error(command, flag + " " + path + ": not a regular file (" + *kind + ")",
+                       options);
+  }
+  return -1;
 }
 
 void require_checkpoint_file(const std::string& path) {

@@ -1,5 +1,7 @@
 #include "train/cli/run_options.h"
 
+#include <algorithm>
+
 #include "autograd/format.h"
 #include "data/tasks.h"
 
@@ -49,6 +51,52 @@ void apply_old_names(const po::variables_map& vm, train::RunConfig& config) {
 void apply_task_defaults(const po::variables_map& vm, train::RunConfig& config) {
   data::apply_own_defaults(config.task,
                            [&](const char* key) { return vm.count(key) && !vm[key].defaulted(); });
+}
+
+namespace {
+
+// "--task text and mqar": the tasks whose rows read the option key.
+std::string tasks_reading(const std::string& key) {
+  std::vector<std::string> names;
+  for (const data::TaskKind& kind : data::task_kinds()) {
+    if (kind.own_data) continue;
+    data::TaskConfig unused;
+    for (const data::ConfigField& f : kind.fields(unused)) {
+      if (key == f.key) names.emplace_back(kind.name);
+    }
+  }
+  return "--task " + name_list(names);
+}
+
+bool same_value(const data::ConfigField& a, const data::ConfigField& b) {
+  return std::visit([&]<class P>(P* p) { return *p == *std::get<P*>(b.value); }, a.value);
+}
+
+}  // namespace
+
+std::string option_of_another_task(const po::variables_map& vm,
+                                   const std::set<std::string>& command_line,
+                                   const std::string& config_file, train::RunConfig config) {
+  train::RunConfig defaults;
+  const std::vector<data::ConfigField> own = data::own_task_fields(config.task);
+  const std::vector<data::ConfigField> all = data::all_task_fields(config.task);
+  const std::vector<data::ConfigField> all_defaults = data::all_task_fields(defaults.task);
+  std::string own_flags;
+  for (const data::ConfigField& f : own) {
+    if (f.flag) own_flags += (own_flags.empty() ? "--" : ", --") + std::string(f.key);
+  }
+  const std::string task = config.task.name;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string key = all[i].key;
+    const bool read = std::any_of(own.begin(), own.end(),
+                                  [&](const data::ConfigField& f) { return key == f.key; });
+    if (read || !vm.count(key) || vm[key].defaulted()) continue;
+    const std::string why = " is an option of " + tasks_reading(key) + ", not of " + task +
+                            " (whose options are " + own_flags + ")";
+    if (command_line.count(key)) return "--" + key + why;
+    if (!same_value(all[i], all_defaults[i])) return config_file + ": " + key + why;
+  }
+  return "";
 }
 
 }  // namespace gradlab::cli

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <set>
+#include <string>
 
 #include "train/config.h"
 
@@ -21,5 +23,15 @@ void apply_old_names(const boost::program_options::variables_map& vm, train::Run
 // Sets the defaults that differ for the run's task (data::apply_own_defaults: mqar's --symbols)
 // where neither a flag nor the config file gave a value; call it after apply_old_names.
 void apply_task_defaults(const boost::program_options::variables_map& vm, train::RunConfig& config);
+
+// The reason to refuse a task option that the run's task does not read (a task reads the
+// options of its row of data::task_kinds()), or "": given as a flag (`--data FILE` without
+// `--task text` would train the copy task and ignore the file), or as a line of config_file
+// with another value than the option's default (gradlab's config.ini files written before
+// they held their own task's options only list every task's, at their defaults). command_line:
+// the options given as flags. Call it once the task is known to be a row of the table.
+std::string option_of_another_task(const boost::program_options::variables_map& vm,
+                                   const std::set<std::string>& command_line,
+                                   const std::string& config_file, train::RunConfig config);
 
 }  // namespace gradlab::cli

@@ -12,7 +12,8 @@ accuracy and exact match in percent. metrics.csv has one row per evaluation, wit
 
 A run of a task with a finite training set (modular) also has train_accuracy and
 train_eval_loss: both panels then show the training set beside the held-out set, against
-log-scaled steps (grokking's picture).
+log-scaled steps (grokking's picture). The held-out losses of a task's parts (induction's
+first_copy_loss and second_copy_loss, the columns after those) join the loss panel.
 If the run directory also holds config.ini, the title names the task, length and model.
 Needs matplotlib; renders without a display.
 """
@@ -73,9 +74,16 @@ def read_metrics(path):
         if not math.isnan(step):
             by_step[step] = row
     steps = sorted(by_step)
-    present = REQUIRED + tuple(name for name in FINITE_TRAINING_SET if name in header)
+    present = (REQUIRED + tuple(name for name in FINITE_TRAINING_SET if name in header) +
+               part_losses(header))
     return {name: [number(by_step[s][name]) if name != "step" else s for s in steps]
             for name in present}
+
+
+def part_losses(header):
+    """The held-out losses of a task's parts: the columns ending in _loss after the fixed ones."""
+    fixed = set(REQUIRED + FINITE_TRAINING_SET + ("train_loss", "eval_loss"))
+    return tuple(name for name in header if name.endswith("_loss") and name not in fixed)
 
 
 def positive(steps, values):
@@ -94,6 +102,8 @@ def plot(metrics, title, out_path, language_model=False):
     finite = "train_accuracy" in metrics
     losses = ((("train_eval_loss", "training set"), ("eval_loss", "held-out")) if finite else
               (("train_loss", "train (last batch)"), ("eval_loss", "held-out")))
+    losses += tuple((name, "held-out " + name[:-len("_loss")].replace("_", " "))
+                    for name in part_losses(metrics))
     for name, label in losses:
         xs, ys = positive(steps, metrics[name])
         if xs:

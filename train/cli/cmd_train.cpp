@@ -211,7 +211,13 @@ int parse_in_group(const std::vector<std::string>& args, Options& opts, ProcessG
   if (first == codes.end()) return -1;
   if (first - codes.begin() == group.rank()) {
     std::cout << out.str() << std::flush;
-    std::cerr << (group.rank() == 0 ? "" : rank_label(group) + ": ") + err.str() << std::flush;
+    // Rank 0 speaks for every process; another rank's error is its own: its rank goes in.
+    std::string text = err.str();
+    const std::string plain = message_prefix("train", ProcessGroup());
+    if (group.rank() != 0 && text.starts_with(plain)) {
+      text.replace(0, plain.size(), message_prefix("train", group));
+    }
+    std::cerr << text << std::flush;
   }
   return static_cast<int>(*first) - 1;
 }

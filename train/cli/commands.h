@@ -5,11 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "train/process_group.h"
+
 namespace gradlab::cli {
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+
+// How a message about this process alone begins, as the README promises: "gradlab train (rank 1
+// of 2): " in a group of several processes, "gradlab train: " alone.
+std::string message_prefix(const std::string& command, const train::ProcessGroup& group);
 
 int run_gradcheck(const std::vector<std::string>& args);
 int run_explain(const std::vector<std::string>& args);

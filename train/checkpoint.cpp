@@ -90,6 +90,11 @@ std::vector<ConfigEntry> read_checkpoint_config(const std::string& path) {
   return read_config(open_checkpoint(path));
 }
 
+CheckpointHeader read_checkpoint_header(const std::string& path) {
+  const Source source = open_checkpoint(path);
+  return {read_config(source), read_train(source)};
+}
+
 void restore_tensors(const std::string& path, const char* group,
                      const std::vector<nn::NamedTensor>& stored,
                      const std::vector<nn::NamedTensor>& live) {

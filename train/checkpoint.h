@@ -104,6 +104,15 @@ CheckpointData read_checkpoint(const std::string& path, const ExpectedTensors& e
 // file).
 std::vector<ConfigEntry> read_checkpoint_config(const std::string& path);
 
+// The format, version, /config and /train, without reading a tensor: what a resume must know
+// (the configuration of the model to build, the step) before the model exists to check the
+// tensors against.
+struct CheckpointHeader {
+  std::vector<ConfigEntry> config;
+  TrainState train;
+};
+CheckpointHeader read_checkpoint_header(const std::string& path);
+
 // Copies the tensors read from group (kModelGroup or kOptimizerGroup) of the checkpoint at path
 // into the live tensors with the same names, converting to each live tensor's dtype. The names
 // must match exactly in both directions and every shape must be equal; all of this is checked

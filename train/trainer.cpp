@@ -229,6 +229,11 @@ void Trainer::restore(const CheckpointData& data, const std::string& path) {
   last_loss_ = data.train.loss;
 }
 
+void Trainer::restore(const std::string& path) {
+  const CheckpointData live = checkpoint();
+  restore(read_checkpoint(path, {live.model, live.optimizer_state}), path);
+}
+
 namespace {
 
 // The configuration a checkpoint was written with, checked as a new run's would be.
@@ -269,9 +274,7 @@ LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) 
   }
   // The tensors are read once the model they belong to exists, so that a file whose names or
   // shapes do not fit it is refused before a value is allocated.
-  const CheckpointData live = run.trainer->checkpoint();
-  run.trainer->restore(read_checkpoint(checkpoint_path, {live.model, live.optimizer_state}),
-                       checkpoint_path);
+  run.trainer->restore(checkpoint_path);
   return run;
 }
 

@@ -132,6 +132,10 @@ class Trainer {
   CheckpointData checkpoint() const;
   // Restores model, optimizer and loop state from a checkpoint written for this run.
   void restore(const CheckpointData& data, const std::string& path);
+  // Reads the checkpoint at path and restores it, the names and shapes of its every tensor
+  // checked against this trainer's before the first value is read: a checkpoint that does not
+  // fit throws CheckpointError naming the tensor, and nothing is loaded.
+  void restore(const std::string& path);
 
  private:
   Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config,

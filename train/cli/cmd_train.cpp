@@ -67,10 +67,10 @@ class CliObserver : public MetricsObserver {
 
 struct Options {
   RunConfig config;
-  std::string resume;                      // --resume path
-  std::optional<CheckpointData> resumed;   // its contents
-  std::shared_ptr<const data::Task> task;  // its data read once (a language model: the file)
-  bool overwrite = false;                  // --overwrite
+  std::string resume;                       // --resume path
+  std::optional<CheckpointHeader> resumed;  // its configuration and step (tensors: run_train)
+  std::shared_ptr<const data::Task> task;   // its data read once (a language model: the file)
+  bool overwrite = false;                   // --overwrite
   // --out claimed by rank 0: what --overwrite replaces there, removed once training is about to
   // start, and the checkpoints of the run a resume continues.
   RunDirectoryClaim claim;
@@ -126,7 +126,7 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
       opts.resume = newest;
     }
     require_checkpoint_file(opts.resume);
-    opts.resumed = read_checkpoint(opts.resume);
+    opts.resumed = read_checkpoint_header(opts.resume);
     opts.config = from_entries(opts.resumed->config, opts.resume);
     for (const auto& [key, value] : vm) {
       if (value.defaulted() || key == "resume" || key == "config" || key == "overwrite") continue;
@@ -238,7 +238,7 @@ int run_train(const std::vector<std::string>& args) {
   set_threads(static_cast<int>(config.threads));
 
   Trainer trainer(config, opts.task);
-  if (opts.resumed) trainer.restore(*opts.resumed, opts.resume);
+  if (opts.resumed) trainer.restore(opts.resume);
   if (group.size() > 1) {
     try {
       trainer.distribute(group);

@@ -36,7 +36,8 @@ int run_lens(const std::vector<std::string>& args);
 // its work, and no further (for the command-line fuzzer): returns the exit code run_<command>
 // returns at that point, 0 after --help or 2 after a usage error, or -1 when it would go on.
 // Nothing is trained, loaded, written or printed to stdout except --help; parse_train reads a
-// --config file and a --resume checkpoint, as run_train does while parsing. A --checkpoint or
+// --config file and a --resume checkpoint's configuration and step, as run_train does while
+// parsing. A --checkpoint or
 // --resume that names a special file (a FIFO, a device) throws CheckpointError, as a bad
 // --resume checkpoint does: run_<command> lets it reach main, which exits 1.
 int parse_gradcheck(const std::vector<std::string>& args);

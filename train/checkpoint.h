@@ -42,6 +42,10 @@ struct TrainState {
   // The training loss of the step the state comes from (NaN before the first step, and in files
   // written before it was kept): fit saves only after a finite one.
   double loss = std::numeric_limits<double>::quiet_NaN();
+  // The running level of the loss that fit's loss-spike rule compares each step with (fit.h), so
+  // that a resumed run judges a spike as the uninterrupted run would. NaN: no step judged yet, as
+  // in files written before it was kept (the level then starts again from the next step's loss).
+  double loss_level = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct CheckpointData {

@@ -204,7 +204,8 @@ CheckpointData Trainer::checkpoint() const {
                 .dropout_rng = model_->dropout_gen->state(),
                 .best_metric = best_metric_,
                 .best_step = best_step_,
-                .loss = last_loss_};
+                .loss = last_loss_,
+                .loss_level = loss_level_};
   return data;
 }
 
@@ -227,6 +228,7 @@ void Trainer::restore(const CheckpointData& data, const std::string& path) {
   best_metric_ = data.train.best_metric;
   best_step_ = data.train.best_step;
   last_loss_ = data.train.loss;
+  loss_level_ = data.train.loss_level;
 }
 
 void Trainer::restore(const std::string& path) {

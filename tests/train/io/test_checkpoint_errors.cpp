@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -336,6 +337,7 @@ TEST_F(CheckpointErrors, CheckpointsWithoutChecksumsStillLoad) {
   }
   const CheckpointData data = read_checkpoint(path);
   EXPECT_EQ(data.train.step, 1);
+  EXPECT_TRUE(std::isnan(data.train.loss_level)) << "not kept then: none yet";
   EXPECT_FALSE(data.model.empty());
   EXPECT_FALSE(data.optimizer_state.empty());
   const LoadedRun run = load_run(path);

@@ -94,6 +94,11 @@ std::vector<std::pair<std::string, Shape>> read_model_shapes(const std::string& 
   return shapes_of(open_model(open_checkpoint(path)));
 }
 
+CheckpointHeader read_checkpoint_header(const std::string& path) {
+  const Source source = open_checkpoint(path);
+  return {read_config(source), read_train(source)};
+}
+
 void restore_tensors(const std::string& path, const char* group,
                      const std::vector<nn::NamedTensor>& stored,
                      const std::vector<nn::NamedTensor>& live) {

@@ -42,6 +42,10 @@ struct TrainState {
   // The training loss of the step the state comes from (NaN before the first step, and in files
   // written before it was kept): fit saves only after a finite one.
   double loss = std::numeric_limits<double>::quiet_NaN();
+  // The running level of the loss that fit's loss-spike rule compares each step with (fit.h), so
+  // that a resumed run judges a spike as the uninterrupted run would. NaN: no step judged yet, as
+  // in files written before it was kept (the level then starts again from the next step's loss).
+  double loss_level = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct CheckpointData {
@@ -107,6 +111,15 @@ std::vector<ConfigEntry> read_checkpoint_config(const std::string& path);
 // The names and shapes of the /model datasets, in the order they were saved, without reading a
 // value: what a loader compares with its /config before anything else is read.
 std::vector<std::pair<std::string, Shape>> read_model_shapes(const std::string& path);
+
+// The format, version, /config and /train, without reading a tensor: what a resume must know
+// (the configuration of the model to build, the step) before the model exists to check the
+// tensors against.
+struct CheckpointHeader {
+  std::vector<ConfigEntry> config;
+  TrainState train;
+};
+CheckpointHeader read_checkpoint_header(const std::string& path);
 
 // Copies the tensors read from group (kModelGroup or kOptimizerGroup) of the checkpoint at path
 // into the live tensors with the same names, converting to each live tensor's dtype. The names

@@ -16,22 +16,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// fit.h's divergence rules, over the steps of one call.
+// fit.h's divergence rules: the loss's running level carries on from the trainer's (a resumed
+// run's from its checkpoint), the parameters' norm is this call's.
 class DivergenceWatch {
  public:
-  DivergenceWatch(double parameter_norm, bool stop_on_spike)
-      : stop_on_spike_(stop_on_spike), saved_norm_(parameter_norm) {}
+  DivergenceWatch(double loss_level, double parameter_norm, bool stop_on_spike)
+      : stop_on_spike_(stop_on_spike), level_(loss_level), saved_norm_(parameter_norm) {}
 
   // Throws Divergence if the loss of this step is far above the running level (when spikes
   // stop the run); else adds it.
   void check_loss(int64_t step, double loss) {
-    if (stop_on_spike_ && seen_ && loss > kSpikeFactor * level_ && loss > level_ + kSpikeMargin) {
+    const bool seen = !std::isnan(level_);
+    if (stop_on_spike_ && seen && loss > kSpikeFactor * level_ && loss > level_ + kSpikeMargin) {
       throw Divergence("loss " + format_number(loss) + " at step " + std::to_string(step) +
                        " is far above its running level " + format_number(level_));
     }
-    level_ = seen_ ? kDecay * level_ + (1 - kDecay) * loss : loss;
-    seen_ = true;
+    level_ = seen ? kDecay * level_ + (1 - kDecay) * loss : loss;
   }
+  // NaN before the first loss.
+  double loss_level() const { return level_; }
 
   // Throws Divergence if the parameters, about to be saved, are not finite or exploded.
   void check_parameters(int64_t step, double norm) {
@@ -47,8 +50,8 @@ class DivergenceWatch {
 
  private:
   static constexpr double kSpikeFactor = 4, kSpikeMargin = 1, kDecay = 0.9, kGrowth = 10;
-  bool stop_on_spike_, seen_ = false;
-  double level_ = 0, saved_norm_;
+  bool stop_on_spike_;
+  double level_, saved_norm_;
 };
 
 }  // namespace
@@ -67,7 +70,8 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
   // In a group, every process takes the same decisions, but only rank 0 writes the files.
   const bool writer = saving && group.rank() == 0;
   if (writer) fs::create_directories(policy.out_dir);
-  DivergenceWatch watch(global_norm(trainer.model().parameters()), policy.stop_on_loss_spike);
+  DivergenceWatch watch(trainer.loss_level(), global_norm(trainer.model().parameters()),
+                        policy.stop_on_loss_spike);
   std::string last_saved;
   // The image of the current step's state, kept until the next step: a step that saves best.h5
   // and its step checkpoint builds the file once.
@@ -116,6 +120,7 @@ FitResult fit(Trainer& trainer, const LoopPolicy& policy, Observer& observer) {
         trainer.check_replicas();
       }
       watch.check_loss(step, result.last_step.loss);
+      trainer.set_loss_level(watch.loss_level());
       observer.on_step(step, result.last_step);
       if (step % policy.eval_every == 0 || step == policy.steps) {
         result.last_metrics = trainer.evaluate();

@@ -82,8 +82,10 @@ class Observer {
 // diverges when
 // - a step's loss or gradient norm is not finite (that step is not applied);
 // - a step's loss is both more than 4 times its running level and more than 1 above it (in
-//   nats; the running level is an exponential average of the earlier steps' losses of this
-//   call, the newest weighing 0.1), a blow-up no ordinary noise of training comes near (unless
+//   nats; the running level is an exponential average of the run's earlier losses, the newest
+//   weighing 0.1, kept by the trainer and in its checkpoints, so that a resumed run judges as the
+//   uninterrupted one; from a checkpoint written before it was kept, the level starts again at
+//   the first step's loss), a blow-up no ordinary noise of training comes near (unless
 //   policy.stop_on_loss_spike is false: a long full-batch run near zero loss spikes and recovers);
 // - when a checkpoint is about to be written, the parameters are not finite, or their global
 //   2-norm is more than 10 times what it was at the previous checkpoint of this call (or at its

@@ -33,9 +33,8 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
   // Values, gradients and the two moments of Adam (SGD keeps fewer).
   MemoryEstimate m;
   m.state = kProgram + 4 * kFloat * model.parameters;
-  // What the forward keeps for the backward pass (the backward frees as it goes). Measured on
-  // runs of 1-6 GiB, decoder and encoder-decoder, peak resident memory was 0.77-1.03 of the
-  // whole estimate.
+  // What the forward keeps for the backward pass (the backward frees as it goes): about, not at
+  // most (kEstimateNote; BENCHMARKS.md, "The memory estimate").
   m.activations = kFloat * static_cast<double>(batch_rows(c)) * model.activations_per_sequence;
   const double rows = static_cast<double>(heldout.rows);
   const double positions = static_cast<double>(heldout.positions);
@@ -75,8 +74,8 @@ void check_memory(const RunConfig& c) {
     cause = "the held-out set " + gib(m.heldout) + " (" +
             task->heldout_size(c.eval_size, c.net.max_len).flag + ")";
   }
-  throw ConfigError("this configuration needs about " + gib(m.total()) + ", mostly " + cause +
-                    ": above the limit of " + gib(limit) +
+  throw ConfigError("this configuration needs about " + gib(m.total()) + " (" + kEstimateNote +
+                    "), mostly " + cause + ": above the limit of " + gib(limit) +
                     (c.max_memory > 0
                          ? " (--max-memory)"
                          : " (80% of this machine's memory; --max-memory GiB sets it)"));

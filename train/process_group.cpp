@@ -54,6 +54,22 @@ class MpiWorld : public ProcessGroup {
     MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
     return all;
   }
+  std::vector<std::string> gather_text(const std::string& text) override {
+    const std::vector<uint64_t> lengths = gather(text.size());
+    std::vector<int> counts, offsets;
+    int total = 0;
+    for (uint64_t length : lengths) {
+      offsets.push_back(total);
+      counts.push_back(static_cast<int>(length));
+      total += counts.back();
+    }
+    std::string joined(static_cast<size_t>(total), '\0');
+    MPI_Allgatherv(text.data(), static_cast<int>(text.size()), MPI_CHAR, joined.data(),
+                   counts.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD);
+    std::vector<std::string> all;
+    for (size_t i = 0; i < lengths.size(); ++i) all.push_back(joined.substr(offsets[i], counts[i]));
+    return all;
+  }
   [[noreturn]] void abort(int exit_code) override {
     MPI_Abort(MPI_COMM_WORLD, exit_code);
     std::_Exit(exit_code);

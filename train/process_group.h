@@ -26,6 +26,8 @@ class ProcessGroup {
   virtual void sum(std::span<double> /*values*/) {}
   // Every process's `value`, in rank order.
   virtual std::vector<uint64_t> gather(uint64_t value) { return {value}; }
+  // Every process's `text` (any length, each its own), in rank order.
+  virtual std::vector<std::string> gather_text(const std::string& text) { return {text}; }
   // Ends every process of the group with this exit code: for an error one process met alone,
   // which would leave the others waiting in a collective.
   [[noreturn]] virtual void abort(int exit_code);

@@ -205,7 +205,8 @@ CheckpointData Trainer::checkpoint() const {
                 .dropout_rng = model_->dropout_gen->state(),
                 .best_metric = best_metric_,
                 .best_step = best_step_,
-                .loss = last_loss_};
+                .loss = last_loss_,
+                .loss_level = loss_level_};
   return data;
 }
 
@@ -228,6 +229,12 @@ void Trainer::restore(const CheckpointData& data, const std::string& path) {
   best_metric_ = data.train.best_metric;
   best_step_ = data.train.best_step;
   last_loss_ = data.train.loss;
+  loss_level_ = data.train.loss_level;
+}
+
+void Trainer::restore(const std::string& path) {
+  const CheckpointData live = checkpoint();
+  restore(read_checkpoint(path, {live.model, live.optimizer_state}), path);
 }
 
 RunConfig checkpoint_run_config(const std::string& path) {
@@ -295,9 +302,7 @@ LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) 
   }
   // The tensors are read once the model they belong to exists, so that a file whose names or
   // shapes do not fit it is refused before a value is allocated.
-  const CheckpointData live = run.trainer->checkpoint();
-  run.trainer->restore(read_checkpoint(checkpoint_path, {live.model, live.optimizer_state}),
-                       checkpoint_path);
+  run.trainer->restore(checkpoint_path);
   return run;
 }
 

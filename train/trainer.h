@@ -129,9 +129,18 @@ class Trainer {
   // match, or the negated loss). True when the score is the new best (always at the first).
   bool record_metric(double metric);
 
+  // The running level of the loss fit's loss-spike rule keeps (TrainState::loss_level): saved
+  // and restored with the rest of the state, so that a resumed run carries it on.
+  double loss_level() const { return loss_level_; }
+  void set_loss_level(double level) { loss_level_ = level; }
+
   CheckpointData checkpoint() const;
   // Restores model, optimizer and loop state from a checkpoint written for this run.
   void restore(const CheckpointData& data, const std::string& path);
+  // Reads the checkpoint at path and restores it, the names and shapes of its every tensor
+  // checked against this trainer's before the first value is read: a checkpoint that does not
+  // fit throws CheckpointError naming the tensor, and nothing is loaded.
+  void restore(const std::string& path);
 
  private:
   Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config,
@@ -156,7 +165,8 @@ class Trainer {
   int64_t step_ = 0;
   double best_metric_ = -1;
   int64_t best_step_ = 0;
-  double last_loss_ = std::numeric_limits<double>::quiet_NaN();  // of step step_
+  double last_loss_ = std::numeric_limits<double>::quiet_NaN();   // of step step_
+  double loss_level_ = std::numeric_limits<double>::quiet_NaN();  // TrainState::loss_level
   ProcessGroup* group_;
   std::vector<float> gradient_buffer_;  // the gradients summed across the group, flat
 };

@@ -73,7 +73,8 @@ CommandResult run_mpi_apart(const std::vector<std::string>& rank0,
                             const std::string& directory0 = ".",
                             const std::string& directory1 = ".",
                             const std::string& binary1 = GRADLAB_BINARY,
-                            const std::string& rank1_variable = "") {
+                            const std::string& rank1_variable = "",
+                            const RunOptions& options = {}) {
   allow_mpirun();
   std::vector<std::string> command = {"--bind-to", "none",     "-np",         "1",
                                       "-wdir",     directory0, GRADLAB_BINARY};
@@ -82,7 +83,7 @@ CommandResult run_mpi_apart(const std::vector<std::string>& rank0,
   if (!rank1_variable.empty()) command.insert(command.end(), {"-x", rank1_variable});
   command.push_back(binary1);
   command.insert(command.end(), rank1.begin(), rank1.end());
-  return run_command(GRADLAB_MPIRUN, command);
+  return run_command(GRADLAB_MPIRUN, command, options);
 }
 
 // A small copy-task model.
@@ -426,9 +427,64 @@ TEST(Mpi, ProcessesThatDisagreeAreRefusedAtTheStart) {
   fs::remove(dir.file("host1/text.txt"));
   r = run_mpi_apart(model, model, dir.file("host0"), dir.file("host1"));
   EXPECT_EQ(r.exit_code, 2) << r.describe();
-  EXPECT_TRUE(contains(r.err, "rank 1 of 2: gradlab train: ")) << r.describe();
+  // An error of one process alone, in the README's form.
+  EXPECT_TRUE(contains(r.err, "gradlab train (rank 1 of 2): ")) << r.describe();
   EXPECT_TRUE(contains(r.err, "text.txt")) << r.describe();
   EXPECT_FALSE(fs::exists(dir.file("text")));
+}
+
+// The processes still running whose command line contains `marker`.
+std::vector<std::string> processes_naming(const std::string& marker) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string command_line = read_text(entry.path() / "cmdline");
+    std::replace(command_line.begin(), command_line.end(), '\0', ' ');
+    if (contains(command_line, marker)) found.push_back(pid + ": " + command_line);
+  }
+  return found;
+}
+
+// A job whose processes run different commands, or whose second process is not gradlab at all,
+// ends at the start with a message naming the difference or the time-out, and leaves no process
+// behind; the test's own time-out keeps a regression from hanging the suite.
+TEST(Mpi, AJobWhoseProcessesRunOtherCommandsEndsAtTheStart) {
+  TempDir dir;
+  const std::vector<std::string> train = with(kToy20, {"--out", dir.file("run")});
+  const std::vector<std::string> eval = {"eval", "--checkpoint", dir.file("none.h5")};
+  RunOptions bounded;
+  bounded.timeout_ms = 60000;
+  CommandResult r = run_mpi_apart(train, eval, ".", ".", GRADLAB_BINARY, "", bounded);
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "gradlab train: rank 1 of 2 runs gradlab eval, rank 0 gradlab train"))
+      << r.describe();
+  EXPECT_TRUE(processes_naming(dir.path().string()).empty());
+
+  r = run_mpi_apart(eval, train, ".", ".", GRADLAB_BINARY, "", bounded);
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "gradlab eval: rank 1 of 2 runs gradlab train, rank 0 gradlab eval"))
+      << r.describe();
+  EXPECT_TRUE(processes_naming(dir.path().string()).empty());
+
+  // A second process that never joins: gradlab gives up after GRADLAB_START_TIMEOUT seconds, and
+  // mpirun then ends the other program too.
+  const std::string sleeper = "/bin/sleep";
+  const std::string never = "97.25";  // seconds, and the mark of this sleep among processes
+  bounded.environment["GRADLAB_START_TIMEOUT"] = "3";
+  const auto start = std::chrono::steady_clock::now();
+  r = run_mpi_apart(train, {never}, ".", ".", sleeper, "", bounded);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "gradlab train: the job's processes did not all start within 3 s"))
+      << r.describe();
+  EXPECT_LT(seconds, 30);
+  EXPECT_TRUE(processes_naming(dir.path().string()).empty());
+  EXPECT_TRUE(processes_naming(sleeper + " " + never).empty());
 }
 
 TEST(Mpi, ABatchSmallerThanTheGroupAndOtherCommandsAreRefused) {

@@ -137,6 +137,37 @@ TEST(Divergence, ALossFarAboveItsRunningLevelStopsTheRunBeforeItsNextSave) {
   EXPECT_FALSE(fs::exists(tmp.file("run/step-000150.h5")));
 }
 
+// The running level of the loss travels in the checkpoint: a run resumed one step before the
+// spike stops at it with the same words (the same level) as the uninterrupted run.
+TEST(Divergence, AResumedRunJudgesASpikeAsTheUninterruptedRun) {
+  omp_set_num_threads(1);
+  TempDir tmp;
+  LoopPolicy policy;
+  policy.steps = 300;
+  policy.eval_every = 1000;
+  policy.target_exact_match = 0;
+  Observer quiet;
+  const std::unique_ptr<Trainer> straight = spiking_trainer();
+  const FitResult uninterrupted = fit(*straight, policy, quiet);
+  ASSERT_EQ(uninterrupted.reason, StopReason::Diverged);
+  ASSERT_EQ(straight->step(), 150);
+
+  const std::unique_ptr<Trainer> first = spiking_trainer();
+  LoopPolicy until_spike = policy;
+  until_spike.steps = 149;
+  until_spike.out_dir = tmp.file("run");
+  const FitResult saved = fit(*first, until_spike, quiet);
+  ASSERT_EQ(saved.reason, StopReason::Steps) << saved.error;
+  EXPECT_TRUE(std::isfinite(read_checkpoint(saved.checkpoint).train.loss_level));
+
+  const std::unique_ptr<Trainer> resumed = spiking_trainer();
+  resumed->restore(saved.checkpoint);
+  const FitResult after = fit(*resumed, policy, quiet);
+  EXPECT_EQ(after.reason, StopReason::Diverged);
+  EXPECT_EQ(resumed->step(), 150);
+  EXPECT_EQ(after.error, uninterrupted.error);
+}
+
 TEST(Divergence, ALossSpikePassesWhenTheRunAsksForIt) {
   omp_set_num_threads(1);
   TempDir tmp;

@@ -68,10 +68,10 @@ class CliObserver : public MetricsObserver {
 
 struct Options {
   RunConfig config;
-  std::string resume;                      // --resume path
-  std::optional<CheckpointData> resumed;   // its contents
-  std::shared_ptr<const data::Task> task;  // its data read once (a language model: the file)
-  bool overwrite = false;                  // --overwrite
+  std::string resume;                       // --resume path
+  std::optional<CheckpointHeader> resumed;  // its configuration and step (tensors: run_train)
+  std::shared_ptr<const data::Task> task;   // its data read once (a language model: the file)
+  bool overwrite = false;                   // --overwrite
   // --out claimed by rank 0: what --overwrite replaces there, removed once training is about to
   // start, and the checkpoints of the run a resume continues.
   RunDirectoryClaim claim;
@@ -130,7 +130,7 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
       opts.resume = newest;
     }
     require_checkpoint_file(opts.resume);
-    opts.resumed = read_checkpoint(opts.resume);
+    opts.resumed = read_checkpoint_header(opts.resume);
     opts.config = from_entries(opts.resumed->config, opts.resume);
     for (const auto& [key, value] : vm) {
       if (value.defaulted() || key == "resume" || key == "config" || key == "overwrite") continue;
@@ -223,7 +223,13 @@ int parse_in_group(const std::vector<std::string>& args, Options& opts, ProcessG
   if (first == codes.end()) return -1;
   if (first - codes.begin() == group.rank()) {
     std::cout << out.str() << std::flush;
-    std::cerr << (group.rank() == 0 ? "" : rank_label(group) + ": ") + err.str() << std::flush;
+    // Rank 0 speaks for every process; another rank's error is its own: its rank goes in.
+    std::string text = err.str();
+    const std::string plain = message_prefix("train", ProcessGroup());
+    if (group.rank() != 0 && text.starts_with(plain)) {
+      text.replace(0, plain.size(), message_prefix("train", group));
+    }
+    std::cerr << text << std::flush;
   }
   return static_cast<int>(*first) - 1;
 }
@@ -244,7 +250,7 @@ int run_train(const std::vector<std::string>& args) {
   set_threads(static_cast<int>(config.threads));
 
   Trainer trainer(config, opts.task);
-  if (opts.resumed) trainer.restore(*opts.resumed, opts.resume);
+  if (opts.resumed) trainer.restore(opts.resume);
   if (group.size() > 1) {
     try {
       trainer.distribute(group);

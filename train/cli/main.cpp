@@ -12,6 +12,7 @@
 #include "autograd/format.h"
 #include "autograd/threads.h"
 #include "train/cli/commands.h"
+#include "train/cli/start_handshake.h"
 #include "train/process_group.h"
 
 namespace {
@@ -123,7 +124,14 @@ int main(int argc, char** argv) {
   // Before MPI starts: this may execute the program again.
   gradlab::make_idle_threads_sleep(argv);
   try {
+    const std::string command = argc > 1 ? argv[1] : "";
+    const StartDeadline deadline(command);
     gradlab::train::join_world(&argc, &argv);
+    if (world().size() > 1) {
+      if (const int code = check_same_command(command, GRADLAB_VERSION, world()); code >= 0) {
+        return code;
+      }
+    }
     gradlab::kernel_isa();  // a bad GRADLAB_ISA stops every command here, before any work
   } catch (const std::exception& e) {
     std::cerr << "gradlab: " << e.what() << '\n';
@@ -162,12 +170,11 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     const bool allocation = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
                             dynamic_cast<const std::length_error*>(&e) != nullptr;
-    const std::string where = gradlab::train::rank_label(world());
     // One write: under mpirun the other processes' and Open MPI's own messages may interleave
     // with this one between writes.
-    const std::string line = "gradlab " + name + (where.empty() ? "" : " (" + where + ")") + ": " +
-                             gradlab::one_line(allocation ? out_of_memory(name, args) : e.what()) +
-                             "\n";
+    const std::string line =
+        message_prefix(name, world()) +
+        gradlab::one_line(allocation ? out_of_memory(name, args) : e.what()) + "\n";
     std::cerr << line << std::flush;
     // The other processes would wait for this one in their next collective.
     if (world().size() > 1) world().abort(kExitFailure);

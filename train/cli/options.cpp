@@ -138,6 +138,11 @@ int parse_or_usage(const std::string& command, const std::vector<std::string>& a
   return -1;
 }
 
+std::string message_prefix(const std::string& command, const train::ProcessGroup& group) {
+  const std::string rank = train::rank_label(group);
+  return "gradlab " + command + (rank.empty() ? "" : " (" + rank + ")") + ": ";
+}
+
 int usage_error(const std::string& command, const std::string& reason,
                 const po::options_description& options) {
   std::cerr << "gradlab " << command << ": " << one_line(reason) << "\n\n" << options << '\n';

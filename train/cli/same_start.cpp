@@ -2,9 +2,7 @@
 #include "train/cli/same_start.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,13 +16,6 @@ namespace gradlab::cli {
 namespace {
 
 using namespace train;
-
-// The fingerprint of this process's own executable file.
-uint64_t binary_fingerprint() {
-  std::ifstream in("/proc/self/exe", std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return fingerprint(bytes.data(), bytes.size());
-}
 
 // A language model's tokens and vocabulary: equal for equal texts. 0 for a generated task.
 uint64_t text_fingerprint(const data::Task& task) {
@@ -41,7 +32,6 @@ int check_same_start(const RunConfig& config, const data::Task& task, const Trai
                      ProcessGroup& group) {
   const std::string settings = to_config_file(config);
   const std::vector<std::pair<std::string, uint64_t>> checks = {
-      {"gradlab binary", binary_fingerprint()},
       // The variants round alike only within themselves: replicas on different ones would drift
       // apart by an ulp at a time.
       {"kernel instruction set (rank 0 runs " + isa_name(kernel_isa()) +

@@ -9,9 +9,10 @@
 
 namespace gradlab::cli {
 
-// Refuses to train unless every process of the group runs the same gradlab on the same kernel
-// variant, configuration, text and starting state (parameters, optimizer, step), rank 0 naming
-// the first that differs on stderr. A collective. Returns -1 or an exit code.
+// Refuses to train unless every process of the group (which already runs the same gradlab
+// binary: check_same_command) runs the same kernel variant, configuration, text and starting state
+// (parameters, optimizer, step), rank 0 naming the first that differs on stderr. A collective.
+// Returns -1 or an exit code.
 int check_same_start(const train::RunConfig& config, const data::Task& task,
                      const train::Trainer& trainer, train::ProcessGroup& group);
 

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -336,6 +337,7 @@ TEST_F(CheckpointErrors, CheckpointsWithoutChecksumsStillLoad) {
   }
   const CheckpointData data = read_checkpoint(path);
   EXPECT_EQ(data.train.step, 1);
+  EXPECT_TRUE(std::isnan(data.train.loss_level)) << "not kept then: none yet";
   EXPECT_FALSE(data.model.empty());
   EXPECT_FALSE(data.optimizer_state.empty());
   const LoadedRun run = load_run(path);
@@ -430,6 +432,35 @@ TEST_F(CheckpointErrors, EvalRefusesADeclaredButUnwrittenDataset) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_EQ(r.err, "gradlab eval: " + path +
                        ": /model/extra.weight: values not written: 0 of 1 chunks stored\n");
+}
+
+// `gradlab train --resume` from a checkpoint whose head.weight has another shape, and whose values
+// there are damaged too: the shape is named, as every name and shape is checked before the first
+// value is read (reading first would report the damage), and nothing is written.
+TEST_F(CheckpointErrors, ResumeChecksEveryShapeBeforeReadingAValue) {
+  const std::string run = file("run");
+  CommandResult r = run_gradlab(testing::with({"train", "--out", run}, testing::kTiny));
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const std::string path = run + "/step-000002.h5";
+  std::vector<hsize_t> dims(2);
+  {
+    H5::H5File h5(path, H5F_ACC_RDWR);
+    h5.openDataSet("/model/head.weight").getSpace().getSimpleExtentDims(dims.data());
+    h5.unlink("/model/head.weight");
+  }
+  const std::vector<hsize_t> other = {dims[0], dims[1] + 1};
+  add_chunked(path, "head.weight", other, other, true, [](const H5::DataSet& d) {
+    write_raw_chunk(d, {0, 0}, std::string(32, 'x'));
+  });
+  const auto before = fs::last_write_time(run + "/metrics.csv");
+  r = run_gradlab({"train", "--resume", path, "--steps", "4"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.err, "gradlab train: " + path + ": /model/head.weight: shape [" +
+                       std::to_string(other[0]) + "," + std::to_string(other[1]) +
+                       "] does not match the model's [" + std::to_string(dims[0]) + "," +
+                       std::to_string(dims[1]) + "]\n");
+  EXPECT_FALSE(fs::exists(run + "/step-000004.h5"));
+  EXPECT_EQ(fs::last_write_time(run + "/metrics.csv"), before);
 }
 
 }  // namespace test_checkpoint_errors

@@ -59,6 +59,7 @@ void write_train(const std::string& path, const H5::Group& root, const TrainStat
     write_attr(group, "best_metric", train.best_metric);
     write_attr(group, "best_step", train.best_step);
     write_attr(group, "loss", train.loss);
+    write_attr(group, "loss_level", train.loss_level);
   });
 }
 
@@ -162,10 +163,14 @@ TrainState read_train(const Source& source) {
       read_attr(path, group, "/train", "best_metric",
                 [&](const std::string& item, const auto& a) { return read_double(path, item, a); });
   train.best_step = step_attr(path, group, "/train", "best_step");
-  if (guarded(path, "/train", [&] { return group.attrExists("loss"); })) {
-    train.loss = read_attr(
-        path, group, "/train", "loss",
-        [&](const std::string& item, const auto& a) { return read_double(path, item, a); });
+  // Absent from files written before they were kept: their defaults, NaN, stand.
+  for (const auto& [name, value] :
+       {std::pair{"loss", &train.loss}, std::pair{"loss_level", &train.loss_level}}) {
+    if (guarded(path, "/train", [&] { return group.attrExists(name); })) {
+      *value = read_attr(path, group, "/train", name, [&](const std::string& item, const auto& a) {
+        return read_double(path, item, a);
+      });
+    }
   }
   return train;
 }

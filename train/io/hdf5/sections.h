@@ -38,7 +38,7 @@ std::vector<StoredTensor> open_model(const Source& source);
 std::vector<StoredTensor> open_optimizer_state(const Source& source, const H5::Group& group,
                                                const std::vector<StoredTensor>& model);
 
-// /train's attributes (its loss attribute is absent from files written before it was kept).
+// /train's attributes (loss and loss_level are absent from files written before they were kept).
 TrainState read_train(const Source& source);
 
 // The names and shapes of tensors, for check_matching.

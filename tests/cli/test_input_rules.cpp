@@ -141,6 +141,8 @@ TEST_F(InputRules, AVocabularyShorterThanTheEmbeddingNamesTheCheckpoint) {
   expect_runtime_failure(run_gradlab({"sample", "--checkpoint", short_one, "--prompt", "the"}),
                          "sample", named);
   expect_runtime_failure(run_gradlab({"ablate", "--checkpoint", short_one}), "ablate", named);
+  expect_runtime_failure(run_gradlab({"train", "--resume", short_one, "--steps", "40"}), "train",
+                         named);
 }
 
 // ---------------------------------------------------------------------------------------------

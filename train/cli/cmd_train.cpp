@@ -132,6 +132,12 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
     require_checkpoint_file(opts.resume);
     opts.resumed = read_checkpoint_header(opts.resume);
     opts.config = from_entries(opts.resumed->config, opts.resume);
+    {
+      // A checkpoint at odds with itself is named before the text, which it would misread.
+      const RunConfig stored = checkpoint_run_config(opts.resume);
+      require_vocabulary_rows(opts.resume, stored,
+                              *nn::make_sequence_model(stored.model, stored.net));
+    }
     for (const auto& [key, value] : vm) {
       if (value.defaulted() || key == "resume" || key == "config" || key == "overwrite") continue;
       const auto& allowed = resumable_options();

@@ -3,10 +3,12 @@
 // path, which computes the same in one op (autograd/attention.h) and is tested against it.
 #include "nn/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "autograd/attention.h"
+#include "autograd/kernels/attention_tiles.h"
 #include "autograd/ops.h"
 #include "nn/hooks.h"
 
@@ -229,6 +231,11 @@ AttentionOutput MultiHeadAttention::attend_fused(const Tensor& query, const Tens
                             need_weights);
   }
   return {out_proj->forward(reshape(fused.output, {B, Tq, H * D})), fused.weights};
+}
+
+int64_t longest_keys_with_weights(int64_t max_keys, bool causal, double dropout) {
+  if (dropout > 0) return max_keys;
+  return std::min(max_keys, kernels::attention_tiles_min_keys(causal) - 1);
 }
 
 bool MultiHeadAttention::internals_hooked() const {

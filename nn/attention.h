@@ -71,6 +71,13 @@ struct KVCache {
   int64_t length() const { return keys.defined() ? keys.size(2) : 0; }
 };
 
+// The longest key sequence, among sequences of up to max_keys, for which attention in training
+// keeps its [B, H, Tq, Tk] weights for the backward pass. The composed path (which dropout
+// takes) and the fused per-head kernel keep them; from kernels::attention_tiles_min_keys keys on,
+// the fused op takes the tiled kernel, which keeps one log-sum-exp per query row instead: memory
+// linear in T, so that the size of the weights limits only the shorter sequences.
+int64_t longest_keys_with_weights(int64_t max_keys, bool causal, double dropout);
+
 class MultiHeadAttention : public Module {
  public:
   // Throws ConfigError if C is not divisible by H or H by KV.

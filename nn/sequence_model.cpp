@@ -10,16 +10,20 @@
 #include "autograd/graph.h"
 #include "autograd/kinds.h"
 #include "autograd/softmax.h"
+#include "nn/attention.h"
 #include "nn/models.h"
 
 namespace gradlab::nn {
 namespace {
 
 // The parts of model_footprint both kinds share: per block and for the ends of the model.
+// `causal`: whether every attention of the kind is causal (which decides where the tiled kernel
+// takes over).
 struct Sizes {
   double c, f, kv_width, heads, positions, vocab, layers, bias;
   double norm;  // parameters per channel of one normalisation: 0 with norm "none"
-  explicit Sizes(const ModelConfig& m)
+  int64_t longest_keys_with_weights;  // see ModelFootprint
+  Sizes(const ModelConfig& m, bool causal)
       : c(static_cast<double>(m.d_model)),
         f(static_cast<double>(m.d_ff)),
         kv_width(static_cast<double>(m.num_kv_heads > 0 ? m.num_kv_heads : m.num_heads) *
@@ -29,7 +33,8 @@ struct Sizes {
         vocab(static_cast<double>(m.vocab_size)),
         layers(static_cast<double>(m.num_layers)),
         bias(m.bias ? 1 : 0),
-        norm(norm_parameters_per_channel(m)) {}
+        norm(norm_parameters_per_channel(m)),
+        longest_keys_with_weights(nn::longest_keys_with_weights(m.max_len, causal, m.dropout)) {}
   // The norm's parameters over one channel (weight and bias, weight alone, or none), counted on
   // the module the kind makes.
   static double norm_parameters_per_channel(const ModelConfig& m) {
@@ -43,8 +48,12 @@ struct Sizes {
   // None in an attention-only block (F = 0).
   double ffn_parameters() const { return f > 0 ? 2 * c * f + bias * (f + c) + norm * c : 0; }
   // Per position: normalised inputs, Q/K/V, the heads' output, projections, residual sums,
-  // the feed-forward's two wide tensors and activation, and 3 rows of attention weights per head.
-  double attention_activations() const { return 8 * c + 3 * heads * positions; }
+  // the feed-forward's two wide tensors and activation, and per head 3 rows of attention weights
+  // where they are kept, or else the tiled kernel's log-sum-exp.
+  double attention_activations() const {
+    const bool weights_kept = static_cast<double>(longest_keys_with_weights) == positions;
+    return 8 * c + (weights_kept ? 3 * heads * positions : heads);
+  }
   double ffn_activations() const { return f > 0 ? 6 * c + 3 * f : 0; }
   // Embeddings, final LayerNorm and the head (logits, their softmax and gradient).
   double ends_parameters(const ModelConfig& m) const {
@@ -55,22 +64,23 @@ struct Sizes {
 };
 
 ModelFootprint decoder_footprint(const ModelConfig& m) {
-  const Sizes s(m);
+  const Sizes s(m, /*causal=*/true);
   const double block = s.attention_activations() + s.ffn_activations();
   return {s.ends_parameters(m) + s.layers * (s.attention_parameters() + s.ffn_parameters()),
           s.positions * (s.ends_activations() + s.layers * block),
-          s.positions * (s.ends_activations() + block)};
+          s.positions * (s.ends_activations() + block), s.longest_keys_with_weights};
 }
 
 // An encoder and a decoder of `layers` blocks each; decoder blocks add cross-attention.
 ModelFootprint encoder_decoder_footprint(const ModelConfig& m) {
-  const Sizes s(m);
+  const Sizes s(m, /*causal=*/false);  // the encoder's and the cross-attention are not
   const double block = s.attention_parameters() + s.ffn_parameters();
   const double block_activations = s.attention_activations() + s.ffn_activations();
   return {s.ends_parameters(m) + s.norm * s.c + s.layers * (2 * block + s.attention_parameters()),
           s.positions * (s.ends_activations() + 4 * s.c +
                          s.layers * (2 * block_activations + s.attention_activations())),
-          s.positions * (s.ends_activations() + 4 * s.c + 2 * block_activations)};
+          s.positions * (s.ends_activations() + 4 * s.c + 2 * block_activations),
+          s.longest_keys_with_weights};
 }
 
 struct ModelKind {

@@ -143,6 +143,9 @@ struct ModelFootprint {
   double activations_per_sequence = 0;
   // Floats alive at once for one sequence in a forward pass without a graph (one block's).
   double inference_per_sequence = 0;
+  // The most keys for which an attention of the model keeps [B, H, Tq, Tk] weights in training
+  // (nn::longest_keys_with_weights): longer sequences take the tiled kernel, linear in T.
+  int64_t longest_keys_with_weights = 0;
 };
 ModelFootprint model_footprint(const std::string& kind, const ModelConfig& config);
 

@@ -41,9 +41,8 @@ bool fits(std::initializer_list<int64_t> dims) {
   return true;
 }
 
-// Throws ConfigError unless the tensor fits, naming the flags that size it (e.g.
-// "--batch-size 64, --length 100000 and --d-model 64 describe [B, T, C] activations
-// [64, 200001, 64], above 2^28 elements").
+}  // namespace
+
 void check_elements(const std::string& what, std::initializer_list<int64_t> dims,
                     const std::vector<std::string>& flags) {
   if (fits(dims)) return;
@@ -55,8 +54,6 @@ void check_elements(const std::string& what, std::initializer_list<int64_t> dims
   throw ConfigError(named + (flags.size() == 1 ? " describes " : " describe ") + what + " [" +
                     shape + "], above 2^28 elements");
 }
-
-}  // namespace
 
 namespace {
 
@@ -294,7 +291,9 @@ void finalize(RunConfig& c) {
   c.net.seed = c.seed;
   // A run must be buildable and savable: no weight, activation or batch above the checkpoint's
   // 2^28 elements. Each tensor is checked with the flags that size it, so that the message
-  // names what to make smaller. T is the longest sequence (the positions the model needs).
+  // names what to make smaller. T is the longest sequence (the positions the model needs);
+  // attention scores count only where they are kept: the tiled kernel that long sequences take
+  // without dropout never holds them (nn::longest_keys_with_weights).
   const std::string model = flag("--d-model", c.net.d_model), ff = flag("--d-ff", c.net.d_ff),
                     batch = flag("--batch-size", c.batch_size), length = task->length_flag(),
                     vocabulary = task->vocabulary_flag();
@@ -305,8 +304,10 @@ void finalize(RunConfig& c) {
   check_elements("[B, T, C] activations", {B, T, C}, {batch, length, model});
   check_elements("[B, T, d_ff] activations", {B, T, c.net.d_ff}, {batch, length, ff});
   check_elements("[B, T, vocabulary] logits", {B, T, V}, {batch, length, vocabulary});
-  check_elements("[B, H, T, T] attention scores", {B, c.net.num_heads, T, T},
-                 {batch, flag("--heads", c.net.num_heads), length});
+  const int64_t K = nn::model_footprint(c.model, c.net).longest_keys_with_weights;
+  std::vector<std::string> score_flags{batch, flag("--heads", c.net.num_heads), length};
+  if (c.net.dropout > 0) score_flags.push_back("--dropout " + format_number(c.net.dropout));
+  check_elements("[B, H, T, T] attention scores", {B, c.net.num_heads, K, K}, score_flags);
   const data::HeldoutSize heldout = task->heldout_size(c.eval_size, T);
   check_elements(heldout.what, {heldout.rows, heldout.positions}, {heldout.flag, length});
   c.schedule.d_model = c.net.d_model;

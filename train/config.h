@@ -4,6 +4,7 @@
 // (train/cli/) turns the same table into flags. Defaults are the README's default copy-task run.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <variant>
@@ -85,6 +86,13 @@ void check_fields(const RunConfig& config);
 // throws ConfigError naming the flag. A text run needs its vocabulary first (prepare_task
 // reads it from the file).
 void finalize(RunConfig& config);
+
+// Throws ConfigError unless a tensor of these dims has at most 2^28 elements (the checkpoint
+// reader's limit, so that every model saved can be loaded again), naming the flags that size it
+// (e.g. "--batch-size 64, --length 100000 and --d-model 64 describe [B, T, C] activations
+// [64, 200001, 64], above 2^28 elements").
+void check_elements(const std::string& what, std::initializer_list<int64_t> dims,
+                    const std::vector<std::string>& flags);
 
 // The checkpoint's /config attributes (run_fields), and back. from_entries throws
 // CheckpointError naming the path and the missing, mistyped or non-finite attribute, or the

@@ -23,15 +23,19 @@
 
 namespace gradlab::kernels {
 
-// Whether the op takes this kernel when the weights are not asked for: under the causal rule
-// from 256 keys, where skipping the tiles above the diagonal already pays for recomputing the
+// The fewest keys for which the op takes this kernel when the weights are not asked for: under
+// the causal rule 256, where skipping the tiles above the diagonal already pays for recomputing the
 // weights in the backward (seven products of Tq x Tk x D instead of the per-head kernel's six);
 // without it from 1024 keys, where the per-head kernel's [Tq, Tk] weights start to cost more
 // memory than the recomputation costs time, and at 4096 keys (512 MiB of weights at C = 256 with
 // 8 heads) no longer stay in any cache. The crossovers are measured (BENCHMARKS.md, "Attention";
 // tests pin the rule).
+inline int64_t attention_tiles_min_keys(bool causal) {
+  return causal ? 256 : 1024;
+}
+
 inline bool attention_tiles_fit(const AttentionDims& d, bool causal) {
-  return d.Tk >= (causal ? 256 : 1024);
+  return d.Tk >= attention_tiles_min_keys(causal);
 }
 
 // Query rows and keys per tile: a 128 x 256 float tile of scores is 128 KiB, next to the same

@@ -115,7 +115,8 @@ TEST_F(BadInputs, SizesTooLargeNameTheFlagsThatSetThem) {
   } cases[] = {
       {{"--length", "100000"}, {"--length 100000", "--batch-size 64"}},
       {{"--symbols", "1000000"}, {"--symbols 1000000", "logits"}},
-      {{"--length", "4096"}, {"--length 4096", "--heads 4", "attention scores"}},
+      {{"--length", "4096", "--dropout", "0.1"},
+       {"--length 4096", "--heads 4", "--dropout 0.1", "attention scores"}},
       {{"--eval-size", "1000000000"}, {"--eval-size 1000000000", "--length 10"}},
       {{"--d-model", "65536", "--heads", "1"}, {"--d-model 65536", "[C, C]"}},
   };

@@ -1,5 +1,6 @@
 #include "train/cli/checkpoint_args.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "data/tasks.h"
 #include "train/checkpoint.h"
 #include "train/cli/options.h"
+#include "train/config.h"
 
 namespace gradlab::cli {
 namespace {
@@ -244,6 +246,23 @@ int check_text_flag(const std::string& command, const std::string& checkpoint,
                        flag + " applies to a language model's checkpoint; " + checkpoint +
                            " is a model of task " + config.task.name,
                        options);
+  }
+  return -1;
+}
+
+int refuse_weights_above_limit(const std::string& command, const CheckpointArgs& a,
+                               const PromptedRun& run, const nn::SequenceBatch& batch) {
+  // The longest sequence stands for Tq and Tk (an encoder's source may be the longer).
+  const int64_t T =
+      std::max(batch.inputs.shape.at(1), batch.source.shape.empty() ? 0 : batch.source.shape.at(1));
+  const int64_t H = run.loaded.model->config().num_heads;
+  try {
+    train::check_elements(
+        "[B, H, T, T] attention weights", {1, H, T, T},
+        {std::string(run.text() ? "--prompt" : "--input") + " (" + format_number(T) + " positions)",
+         "the checkpoint's --heads " + format_number(H)});
+  } catch (const ConfigError& e) {
+    return usage_error(command, e.what(), a.options);
   }
   return -1;
 }

@@ -85,6 +85,14 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
 // each position and at the last one the answer, the one token the model says next.
 nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer);
 
+// For a command that keeps [1, H, Tq, Tk] attention weights of batch (hook_pattern, the weights
+// themselves, or a listing of the hook points, which runs the composed attention): returns -1
+// when they fit the 2^28 elements train allows, or 2 after the usage error naming the shape, the
+// prompt's flag and the checkpoint's --heads. Training never holds them on long sequences (the
+// tiled kernel keeps none), so a checkpoint may read sequences whose weights are above it.
+int refuse_weights_above_limit(const std::string& command, const CheckpointArgs& a,
+                               const PromptedRun& run, const nn::SequenceBatch& batch);
+
 // The --out flag of a command that writes a file.
 struct OutputFlag {
   const char* help = "output HDF5 file (a new one)";

@@ -61,6 +61,10 @@ int run_activations(const std::vector<std::string>& args) {
   nn::SequenceModel& model = *loaded->loaded.model;
   std::vector<int64_t> answer;
   const nn::SequenceBatch batch = answered_batch(*loaded, answer);
+  if (const int code = refuse_weights_above_limit("activations", a.checkpoint, *loaded, batch);
+      code >= 0) {
+    return code;
+  }
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, batch);
   std::vector<std::string> patterns = a.names;
   if (patterns.empty()) patterns.push_back("*");

@@ -37,6 +37,9 @@ int run_attention(const std::vector<std::string>& args) {
   nn::SequenceModel& model = *loaded->loaded.model;
   std::vector<int64_t> answer;
   const nn::SequenceBatch batch = answered_batch(*loaded, answer);
+  if (const int code = refuse_weights_above_limit("attention", a, *loaded, batch); code >= 0) {
+    return code;
+  }
   nn::AttentionMaps maps;
   {
     NoGradGuard no_grad;

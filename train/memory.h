@@ -10,11 +10,12 @@
 namespace gradlab::train {
 
 // What the estimate is worth, said wherever it is quoted: measured peaks of resident memory were
-// 0.16-1.43 times it (BENCHMARKS.md, "The memory estimate"): the per-position counts of
+// 0.33-1.43 times it (BENCHMARKS.md, "The memory estimate"): the per-position counts of
 // ModelFootprint miss buffers the fused kernels and the encoder-decoder's short sequences take,
-// and count attention weights the fused kernels never keep. Not an upper bound, then.
+// and count attention weights the lane kernel of short sequences never keeps. Not an upper
+// bound, then.
 constexpr const char* kEstimateNote =
-    "an estimate: measured peaks were 0.16-1.43 times it, the most for the encoder-decoder on "
+    "an estimate: measured peaks were 0.33-1.43 times it, the most for the encoder-decoder on "
     "short sequences";
 
 struct MemoryEstimate {

@@ -26,7 +26,7 @@ namespace gradlab::kernels {
 // The fewest keys for which the op takes this kernel when the weights are not asked for: under
 // the causal rule 256, where skipping the tiles above the diagonal already pays for recomputing the
 // weights in the backward (seven products of Tq x Tk x D instead of the per-head kernel's six);
-// without it from 1024 keys, where the per-head kernel's [Tq, Tk] weights start to cost more
+// without it 1024, where the per-head kernel's [Tq, Tk] weights start to cost more
 // memory than the recomputation costs time, and at 4096 keys (512 MiB of weights at C = 256 with
 // 8 heads) no longer stay in any cache. The crossovers are measured (BENCHMARKS.md, "Attention";
 // tests pin the rule).

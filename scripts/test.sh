@@ -80,10 +80,13 @@ export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_su
 # - GradientCheckCoverage.*: the gradient checks once more, to see which ops they reach (a
 #   property of the code, not of memory).
 # - Training runs to a result (FitTest.StopsAtTheTarget, TrainTest.EndToEnd*, Entropy.*,
-#   Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep, ModularTraining.Grokking*) and
-#   FaultInjection.* (processes killed at random moments): the steps, evaluations and saves they run are the other tests' too.
+#   Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep, ModularTraining.Grokking*,
+#   MqarTraining.*, InductionTraining.*, LongContext.TrainsAboveTheScoreLimit*: a step of an
+#   8192-token model, whose tiled kernel the kernel tests run here at small sizes) and
+#   FaultInjection.* (processes killed at random moments): the steps, evaluations and saves they
+#   run are the other tests' too.
 ctest --test-dir build-sanitize --output-on-failure -j2 --timeout 900 \
-  -E '^(DefaultRun\.|KernelsUnder\.|GradientCheckCoverage\.|FitTest\.StopsAtTheTarget$|TrainTest\.EndToEnd|Entropy\.|Threads\.OneAndTwoThreadsGiveTheSameLossesEveryStep$|ModularTraining\.Grokking|FaultInjection\.)' \
+  -E '^(DefaultRun\.|KernelsUnder\.|GradientCheckCoverage\.|FitTest\.StopsAtTheTarget$|TrainTest\.EndToEnd|Entropy\.|Threads\.OneAndTwoThreadsGiveTheSameLossesEveryStep$|ModularTraining\.Grokking|MqarTraining\.|InductionTraining\.|LongContext\.TrainsAboveTheScoreLimit|FaultInjection\.)' \
   "${ctest_args[@]}"
 
 section "fuzz corpus replay under the sanitizers (build-sanitize/fuzz/)"

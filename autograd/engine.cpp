@@ -11,6 +11,7 @@ namespace gradlab {
 namespace {
 
 thread_local bool grad_mode = true;
+thread_local LeafGradients* leaf_gradients = nullptr;  // the innermost LeafGradientScope's
 
 using NodePtr = std::shared_ptr<detail::Node>;
 
@@ -58,6 +59,18 @@ NoGradGuard::NoGradGuard() : previous_(grad_mode) {
 }
 NoGradGuard::~NoGradGuard() {
   grad_mode = previous_;
+}
+
+LeafGradientScope::LeafGradientScope(LeafGradients& into) : enclosing_(leaf_gradients) {
+  leaf_gradients = &into;
+}
+LeafGradientScope::~LeafGradientScope() {
+  leaf_gradients = enclosing_;
+}
+
+Tensor LeafGradients::of(const Tensor& leaf) const {
+  const auto it = grads_.find(leaf.node().get());
+  return it == grads_.end() ? Tensor() : it->second;
 }
 
 namespace detail {
@@ -112,10 +125,27 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
   check_same_dtype("backward", dtype(), grad_output.dtype());
 
   NoGradGuard no_grad;  // gradients are values, not graphs
+  LeafGradients* const collector = leaf_gradients;
+  // A collector's leaves gather this pass's gradients here first, as a leaf's pending_grad
+  // would, and get them added at its end, as a leaf's grad would: the same sums in the same order.
+  std::unordered_map<const detail::Node*, Tensor> pass_grads;
+  const auto collect = [&] {
+    for (auto& [leaf, grad] : pass_grads) {
+      Tensor& sum = collector->grads_[leaf];
+      sum = sum.defined() ? sum + grad : grad;
+    }
+  };
+  if (collector && node_->op == nullptr) {
+    pass_grads[node_.get()] = grad_output;
+    collect();
+    return;
+  }
   const std::vector<NodePtr> order = topological_order(node_);
   node_->pending_grad = grad_output;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     detail::Node& node = **it;
+    // Another thread's pass may be reading or writing this leaf: a collector's pass leaves it be.
+    if (collector && node.op == nullptr) continue;
     Tensor grad = std::move(node.pending_grad);
     node.pending_grad = Tensor();
     if (!grad.defined()) continue;
@@ -130,7 +160,8 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
       detail::Node* input = node.inputs[i].get();
       if (!input || !input->requires_grad || i >= input_grads.size()) continue;
       if (!input_grads[i].defined()) continue;
-      accumulate(input->pending_grad, sum_to(input_grads[i], input->shape));
+      Tensor& slot = collector && input->op == nullptr ? pass_grads[input] : input->pending_grad;
+      accumulate(slot, sum_to(input_grads[i], input->shape));
     }
     if (!retain_graph) {
       node.backward = nullptr;
@@ -138,6 +169,7 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
       node.graph_freed = true;
     }
   }
+  if (collector) collect();
 }
 
 }  // namespace gradlab

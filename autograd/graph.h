@@ -8,6 +8,7 @@
 
 #include <initializer_list>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,35 @@ class NoGradGuard {
 
  private:
   bool previous_;
+};
+
+// Gradients of leaves (parameters) collected by backward() passes apart from the leaves' own
+// grad(): see LeafGradientScope.
+class LeafGradients {
+ public:
+  // The gradient collected for leaf (undefined when none reached it). It may share storage with
+  // other gradients of the pass: clone it before writing to it.
+  Tensor of(const Tensor& leaf) const;
+
+ private:
+  friend class Tensor;
+  std::unordered_map<const detail::Node*, Tensor> grads_;
+};
+
+// While alive, backward() on the calling thread adds the gradients of leaves to `into` instead of
+// to the leaves' grad(), and touches no leaf at all: several threads can then backpropagate
+// graphs over the same parameters at once, each into its own LeafGradients (a batch's shares
+// trained on threads, train/trainer.h). The values are those backward() would have added, summed
+// in the same order. Scopes nest: the innermost collects.
+class LeafGradientScope {
+ public:
+  explicit LeafGradientScope(LeafGradients& into);
+  ~LeafGradientScope();
+  LeafGradientScope(const LeafGradientScope&) = delete;
+  LeafGradientScope& operator=(const LeafGradientScope&) = delete;
+
+ private:
+  LeafGradients* enclosing_;
 };
 
 namespace detail {

@@ -239,7 +239,7 @@ int64_t longest_keys_with_weights(int64_t max_keys, bool causal, double dropout)
 }
 
 bool MultiHeadAttention::internals_hooked() const {
-  if (!detail::hooks_running()) return false;
+  if (!hooks_running()) return false;
   for (const char* point :
        {"hook_q", "hook_k", "hook_v", "hook_scores", "hook_pattern", "hook_z", "hook_result"}) {
     if (hook_wanted(*this, point)) return true;

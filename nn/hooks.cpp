@@ -229,11 +229,9 @@ class HookSession {
 
 thread_local HookSession* HookSession::active = nullptr;
 
-namespace detail {
 bool hooks_running() {
   return HookSession::current() != nullptr;
 }
-}  // namespace detail
 
 Tensor hook_point(const Module& owner, const char* point, const Tensor& activation) {
   HookSession* session = HookSession::current();

@@ -153,9 +153,9 @@ Tensor hook_point(const Module& owner, const char* point, const Tensor& activati
 // (hook_result) and for choosing the composed attention path.
 bool hook_wanted(const Module& owner, const char* point);
 
-namespace detail {
-// Whether any hooks run on this thread (a cheap check before the others).
+// Whether hooks or a cache apply to forward passes on the calling thread (run_with_hooks,
+// run_with_cache, a HookScope): a cheap check. They apply on that thread alone, so code that
+// would run a forward pass on other threads runs it on this one while this is true.
 bool hooks_running();
-}  // namespace detail
 
 }  // namespace gradlab::nn

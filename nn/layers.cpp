@@ -10,6 +10,8 @@
 namespace gradlab::nn {
 namespace {
 
+thread_local Generator* dropout_stream = nullptr;  // the innermost DropoutStream's
+
 void check_positive(const char* layer, const char* what, int64_t value) {
   if (value <= 0) {
     throw ConfigError(std::string(layer) + ": " + what + " must be positive, got " +
@@ -61,6 +63,13 @@ Tensor LayerNorm::forward(const Tensor& x) const {
   return hook_point(*this, "hook_normalized", layer_norm(x, weight, bias, eps));
 }
 
+DropoutStream::DropoutStream(Generator& stream) : enclosing_(dropout_stream) {
+  dropout_stream = &stream;
+}
+DropoutStream::~DropoutStream() {
+  dropout_stream = enclosing_;
+}
+
 Dropout::Dropout(double p_, std::shared_ptr<Generator> gen) : p(p_), gen_(std::move(gen)) {
   if (!(p >= 0.0 && p < 1.0)) {
     throw ConfigError("Dropout: probability " + std::to_string(p) + " is outside [0, 1)");
@@ -70,7 +79,7 @@ Dropout::Dropout(double p_, std::shared_ptr<Generator> gen) : p(p_), gen_(std::m
 
 Tensor Dropout::forward(const Tensor& x) const {
   if (p == 0.0 || !is_training()) return x;
-  return dropout(x, p, true, *gen_);
+  return dropout(x, p, true, dropout_stream ? *dropout_stream : *gen_);
 }
 
 SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t max_len, int64_t dim)

@@ -52,6 +52,20 @@ class Dropout : public Module {
   std::shared_ptr<Generator> gen_;
 };
 
+// While alive, every Dropout run on the calling thread draws its masks from `stream` instead of
+// the generator it was built with: the shares of a batch trained at once on several threads
+// (train/trainer.h) each draw from a stream of their own. Scopes nest: the innermost applies.
+class DropoutStream {
+ public:
+  explicit DropoutStream(Generator& stream);
+  ~DropoutStream();
+  DropoutStream(const DropoutStream&) = delete;
+  DropoutStream& operator=(const DropoutStream&) = delete;
+
+ private:
+  Generator* enclosing_;
+};
+
 // The fixed encoding of Vaswani et al.: PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(..).
 class SinusoidalPositionalEncoding : public Module {
  public:

@@ -81,7 +81,7 @@ TEST(HookPoints, DecoderListsEveryPointInForwardOrder) {
   EXPECT_EQ(points[10].shape, (Shape{1, 5, 3, 12}));  // hook_result [B, Tq, H, C]
   EXPECT_EQ(points[14].shape, (Shape{1, 5, 20}));     // hook_pre [B, T, F]
   EXPECT_EQ(points.back().shape, (Shape{1, 5, 7}));   // hook_logits [B, T, V]
-  EXPECT_FALSE(detail::hooks_running());
+  EXPECT_FALSE(hooks_running());
 }
 
 TEST(HookPoints, GroupedHeadsListKeysAndValuesPerKvHead) {
@@ -365,7 +365,7 @@ TEST(HookErrors, AReplacementOfAnotherShapeNamesThePointAndBothShapes) {
     EXPECT_TRUE(contains(e.what(), "activation's [2,5,12]")) << e.what();
   }
   EXPECT_THROW(zero_head(Tensor::zeros({2, 5, 3, 4}), 2, 3), ShapeError);
-  EXPECT_FALSE(detail::hooks_running());
+  EXPECT_FALSE(hooks_running());
 }
 
 TEST(HookFilterTest, GlobsAndPredicates) {

@@ -14,6 +14,7 @@
 //   data/task_rows.h          the built-in tasks' factories, for the task table
 //   train/batch_rows.h        how a group's processes share a batch's rows
 //   train/fingerprint.h       the check that a training group's processes agree
+//   train/share_threads.h     how a step's shares and an evaluation's chunks take the threads
 //   train/stop_signals.h      the signal flag behind LoopPolicy::stop_on_signal
 //   train/io/atomic_file.h    how a checkpoint replaces a file
 //   train/io/hdf5_checksum.h  HDF5's metadata checksum, for the checkpoint reader

@@ -1,14 +1,18 @@
-// The multi-process part of a training step (trainer.h's distribute): each process's share of
-// the batch, the gradients summed across the group, and the replicas' state compared by hash.
-// The one-process step and evaluation are trainer.cpp's.
+// The data-parallel part of a training step (trainer.h): a process's share of the batch (when a
+// group of processes trains), split into shares that run on threads, their gradients summed in
+// share order, then across the group; and the replicas' state compared by hash. The one-process
+// evaluation is trainer.cpp's.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <span>
 
+#include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "nn/layers.h"
 #include "train/batch_rows.h"
 #include "train/fingerprint.h"
+#include "train/share_threads.h"
 #include "train/trainer.h"
 
 namespace gradlab::train {
@@ -47,30 +51,58 @@ void Trainer::distribute(ProcessGroup& group) {
   group_ = &group;
 }
 
-void Trainer::backward_share(const nn::SequenceBatch& batch, StepResult& result) {
+void Trainer::backward_shares(const nn::SequenceBatch& batch, StepResult& result) {
   const auto [begin, end] = share_of(batch.targets.shape[0], *group_);
-  const nn::SequenceBatch share = rows_of(batch, begin, end - begin);
+  const int64_t shares = std::min(kBatchShares, end - begin);
   const int64_t counted = counted_targets(batch.targets);
-  const double weight =
-      counted > 0 ? static_cast<double>(counted_targets(share.targets)) / counted : 0;
-  // This process's masks come from its own stream, seeded by the shared generator's next draw
-  // and the rank; the shared generator itself only moves on by that draw, on every process.
-  Generator& dropout = *model_->dropout_gen;
-  Generator shared = dropout;
-  const uint64_t draw = shared.next_u64();
-  dropout = Generator(draw + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(group_->rank() + 1));
-  double loss_part = 0;
-  if (weight > 0) {
+  // Each share draws its masks from a stream of its own, seeded by the shared generator's next
+  // draw and the share's place in the whole batch; the shared generator itself only moves on by
+  // that draw, on every process.
+  const uint64_t draw = model_->dropout_gen->next_u64();
+  std::vector<LeafGradients> gradients(static_cast<size_t>(shares));
+  std::vector<double> losses(static_cast<size_t>(shares), 0.0);
+  auto run_share = [&](int64_t s) {
+    const int64_t first = begin + (end - begin) * s / shares;
+    const nn::SequenceBatch share =
+        rows_of(batch, first, begin + (end - begin) * (s + 1) / shares - first);
+    const double weight =
+        counted > 0 ? static_cast<double>(counted_targets(share.targets)) / counted : 0;
+    if (weight == 0) return;
+    Generator stream(draw + 0x9e3779b97f4a7c15ULL *
+                                static_cast<uint64_t>(group_->rank() * shares + s + 1));
+    const nn::DropoutStream masks(stream);
+    const LeafGradientScope collect(gradients[static_cast<size_t>(s)]);
     const Tensor loss = model_->loss(share) * weight;
     loss.backward();
-    loss_part = loss.item();
+    losses[static_cast<size_t>(s)] = loss.item();
+  };
+  run_pieces(shares, run_share);
+  // In share order, whichever thread computed which: the same sums on any number of threads.
+  double loss_part = 0;
+  for (double loss : losses) loss_part += loss;
+  // Each parameter's sum is a piece of work of its own: the threads take every other one.
+  std::vector<Tensor> params = model_->parameters();
+  const auto teams = static_cast<size_t>(shares);
+  run_pieces(shares, [&](int64_t team) {
+    for (size_t i = static_cast<size_t>(team); i < params.size(); i += teams) {
+      Tensor sum = params[i].grad();
+      bool owned = sum.defined();  // a sum is a tensor of its own; a share's gradient may not be
+      for (const LeafGradients& share : gradients) {
+        const Tensor grad = share.of(params[i]);
+        if (!grad.defined()) continue;
+        owned = sum.defined();
+        sum = sum.defined() ? sum + grad : grad;
+      }
+      if (sum.defined()) params[i].set_grad(owned ? sum : sum.clone());
+    }
+  });
+  if (group_->size() > 1) {
+    const auto start = std::chrono::steady_clock::now();
+    sum_gradients();
+    group_->sum(std::span<double>(&loss_part, 1));
+    result.sync_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  dropout = shared;
-  const auto start = std::chrono::steady_clock::now();
-  sum_gradients();
-  group_->sum(std::span<double>(&loss_part, 1));
-  result.sync_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.loss = loss_part;
 }
 

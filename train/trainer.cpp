@@ -9,6 +9,7 @@
 #include "autograd/ops.h"
 #include "data/tasks.h"
 #include "train/batch_rows.h"
+#include "train/share_threads.h"
 
 namespace gradlab::train {
 namespace {
@@ -68,6 +69,14 @@ void tally(const Tensor& logits, const Indices& targets, Tally& t) {
       cross_entropy(logits, targets, nn::kIgnoreTarget).item() * static_cast<double>(counted);
 }
 
+void add(Tally& sum, const Tally& t) {
+  sum.rows += t.rows;
+  sum.counted += t.counted;
+  sum.correct += t.correct;
+  sum.exact += t.exact;
+  sum.loss_sum += t.loss_sum;
+}
+
 TrainerOptions options_of(const RunConfig& config) {
   return {.schedule = config.schedule,
           .clip_norm = config.clip_norm,
@@ -109,13 +118,7 @@ StepResult Trainer::train_step() {
   const nn::SequenceBatch batch = data_->training_batch(next);
   optimizer_->zero_grad();
   StepResult result;
-  if (group_->size() == 1) {
-    const Tensor loss = model_->loss(batch);
-    loss.backward();
-    result.loss = loss.item();
-  } else {
-    backward_share(batch, result);
-  }
+  backward_shares(batch, result);
   result.grad_norm =
       clip_grad_norm(model_->parameters(), options_.clip_norm > 0 ? options_.clip_norm : INFINITY);
   if (!std::isfinite(result.loss) || !std::isfinite(result.grad_norm)) {
@@ -143,17 +146,29 @@ Metrics Trainer::evaluate() {
 
 Scores Trainer::score(const nn::SequenceBatch& set, const std::vector<data::TargetPart>& parts,
                       std::vector<PartLoss>* part_losses) {
-  Tally t;
-  std::vector<Tally> part_tallies(parts.size());
   const auto [begin, end] = share_of(set.targets.shape[0], *group_);
-  for (int64_t start = begin; start < end; start += options_.eval_batch_size) {
-    const int64_t rows = std::min(options_.eval_batch_size, end - start);
+  const int64_t chunk_rows = options_.eval_batch_size;
+  const int64_t chunks = (end - begin + chunk_rows - 1) / chunk_rows;
+  // Each chunk's tally, then each part's: added up in chunk order, whichever thread scored which.
+  std::vector<std::vector<Tally>> chunk_tallies(static_cast<size_t>(chunks),
+                                                std::vector<Tally>(1 + parts.size()));
+  run_pieces(chunks, [&](int64_t c) {
+    const NoGradGuard no_grad;  // grad mode is the thread's own
+    const int64_t start = begin + c * chunk_rows;
+    const int64_t rows = std::min(chunk_rows, end - start);
     const nn::SequenceBatch chunk = rows_of(set, start, rows);
     const Tensor logits = model_->forward(chunk);
-    tally(logits, chunk.targets, t);
+    std::vector<Tally>& out = chunk_tallies[static_cast<size_t>(c)];
+    tally(logits, chunk.targets, out[0]);
     for (size_t p = 0; p < parts.size(); ++p) {
-      tally(logits, rows_of({{}, {}, parts[p].targets}, start, rows).targets, part_tallies[p]);
+      tally(logits, rows_of({{}, {}, parts[p].targets}, start, rows).targets, out[1 + p]);
     }
+  });
+  Tally t;
+  std::vector<Tally> part_tallies(parts.size());
+  for (const std::vector<Tally>& chunk : chunk_tallies) {
+    add(t, chunk[0]);
+    for (size_t p = 0; p < parts.size(); ++p) add(part_tallies[p], chunk[1 + p]);
   }
   if (group_->size() > 1) {
     std::vector<double> sums = {static_cast<double>(t.rows), static_cast<double>(t.counted),

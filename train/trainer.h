@@ -76,6 +76,14 @@ struct StepResult {
   double sync_seconds = 0;
 };
 
+// A training step splits its batch (a process's share of it, in a group) into this many shares
+// of rows, fewer when it has fewer rows, and computes the gradients of each apart, on threads of
+// their own when there are threads (set_threads): the shares' gradients are then summed in share
+// order, so that a run's numbers are the same on any number of threads. Data parallel on
+// threads, as on processes: one sum per step instead of a parallel region per op. Threads beyond
+// the shares work inside each share's ops.
+inline constexpr int64_t kBatchShares = 2;
+
 struct TrainerOptions {
   ScheduleConfig schedule;
   double clip_norm = 1.0;        // 0: no clipping
@@ -145,9 +153,10 @@ class Trainer {
  private:
   Trainer(std::shared_ptr<nn::SequenceModel> model, const RunConfig& config,
           std::shared_ptr<const data::Task> task);
-  // backward() of this process's share of the batch, the gradients then summed; fills the
-  // whole batch's loss and the time of the sums into `result`.
-  void backward_share(const nn::SequenceBatch& batch, StepResult& result);
+  // backward() of this process's share of the batch in kBatchShares shares, the gradients then
+  // summed (in share order, then across the group); fills the whole batch's loss and the time
+  // of the sums across the group into `result`.
+  void backward_shares(const nn::SequenceBatch& batch, StepResult& result);
   // Replaces every parameter's gradient by its sum over the group.
   void sum_gradients();
   // The scores of `set`, each process scoring its share of the rows (evaluation mode is set),

@@ -1,5 +1,5 @@
-// The default runs' per-step losses against a fixture recorded before the library
-// restructuring: moving code must not change what gradlab computes. A Release build for an ISA
+// The default runs' per-step losses against a recorded fixture, on one thread and on two: moving
+// code must not change what gradlab computes, nor may the thread count. A Release build for an ISA
 // the fixture has rows for must match them bit for bit; any other build (another ISA, kernels
 // forced to another by GRADLAB_ISA, the sanitizers' -O1) rounds differently and is held to a
 // relative tolerance instead.
@@ -62,17 +62,18 @@ RunConfig default_config(const std::string& model) {
 }
 
 // The losses of the first kSteps steps, trained through fit as the command line trains.
-std::vector<double> default_run_losses(const std::string& model) {
+std::vector<double> default_run_losses(const std::string& model, int threads = 1) {
   struct Losses : Observer {
     std::vector<double> values;
     void on_step(int64_t, const StepResult& result) override { values.push_back(result.loss); }
   } losses;
-  omp_set_num_threads(1);
+  omp_set_num_threads(threads);
   Trainer trainer(default_config(model));
   LoopPolicy policy;
   policy.steps = kSteps;
   policy.target_exact_match = 0;
   fit(trainer, policy, losses);
+  omp_set_num_threads(1);
   return losses.values;
 }
 
@@ -94,8 +95,7 @@ std::map<std::string, std::vector<double>> read_fixture(const std::string& isa) 
   return losses;
 }
 
-void expect_matches_fixture(const std::string& model) {
-  const std::vector<double> got = default_run_losses(model);
+void expect_matches_fixture(const std::string& model, const std::vector<double>& got) {
 #ifdef NDEBUG
   const std::string isa = build_isa();
 #else
@@ -112,6 +112,14 @@ void expect_matches_fixture(const std::string& model) {
     } else {
       EXPECT_NEAR(got[i], want[i], 1e-3 * want[i]) << model << " step " << i + 1;
     }
+  }
+}
+
+// On one thread and on two (kBatchShares: the same sums either way).
+void expect_matches_fixture(const std::string& model) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    expect_matches_fixture(model, default_run_losses(model, threads));
   }
 }
 

@@ -73,6 +73,12 @@ Tensor LeafGradients::of(const Tensor& leaf) const {
   return it == grads_.end() ? Tensor() : it->second;
 }
 
+Tensor LeafGradients::take(const Tensor& leaf) {
+  const auto it = grads_.find(leaf.node().get());
+  if (it == grads_.end()) return Tensor();
+  return std::move(it->second);  // the entry stays: threads may take others' at the same time
+}
+
 namespace detail {
 
 void attach(const Tensor& out, const char* op, std::span<const Tensor> inputs,

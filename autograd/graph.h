@@ -39,6 +39,9 @@ class LeafGradients {
   // The gradient collected for leaf (undefined when none reached it). It may share storage with
   // other gradients of the pass: clone it before writing to it.
   Tensor of(const Tensor& leaf) const;
+  // The same, moved out: afterwards this object holds no gradient for leaf. Threads may take the
+  // gradients of different leaves at once.
+  Tensor take(const Tensor& leaf);
 
  private:
   friend class Tensor;

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "autograd/graph.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
 #include "nn/layers.h"
 #include "train/batch_rows.h"
@@ -22,6 +23,23 @@ namespace {
 int64_t counted_targets(const Indices& targets) {
   return std::count_if(targets.values.begin(), targets.values.end(),
                        [](int64_t t) { return t != nn::kIgnoreTarget; });
+}
+
+// Whether nothing but this handle reaches t's values: no other handle to its node, no other
+// node over its buffer.
+bool exclusive(const Tensor& t) {
+  return t.node().use_count() == 1 && t.node()->storage.use_count() == 1;
+}
+
+// sum + grad, written into sum's buffer when nothing else holds it (the gradient a share's pass
+// made for this parameter alone, as a rule): the same values as a new tensor, without one.
+Tensor add_gradient(Tensor sum, const Tensor& grad) {
+  if (!grad.defined()) return sum;
+  if (!sum.defined()) return grad;
+  if (!exclusive(sum) || sum.dtype() != DType::Float32) return sum + grad;
+  float* s = sum.mutable_data<float>();
+  kernels::zip(s, grad.data<float>(), s, sum.numel(), [](float a, float b) { return a + b; });
+  return sum;
 }
 
 uint64_t hash_tensors(const std::vector<nn::NamedTensor>& tensors, uint64_t hash) {
@@ -86,14 +104,9 @@ void Trainer::backward_shares(const nn::SequenceBatch& batch, StepResult& result
   run_pieces(shares, [&](int64_t team) {
     for (size_t i = static_cast<size_t>(team); i < params.size(); i += teams) {
       Tensor sum = params[i].grad();
-      bool owned = sum.defined();  // a sum is a tensor of its own; a share's gradient may not be
-      for (const LeafGradients& share : gradients) {
-        const Tensor grad = share.of(params[i]);
-        if (!grad.defined()) continue;
-        owned = sum.defined();
-        sum = sum.defined() ? sum + grad : grad;
-      }
-      if (sum.defined()) params[i].set_grad(owned ? sum : sum.clone());
+      for (LeafGradients& share : gradients)
+        sum = add_gradient(std::move(sum), share.take(params[i]));
+      if (sum.defined()) params[i].set_grad(exclusive(sum) ? sum : sum.clone());
     }
   });
   if (group_->size() > 1) {

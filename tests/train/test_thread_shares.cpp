@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/graph.h"
@@ -17,6 +19,7 @@
 #include "nn/hooks.h"
 #include "nn/sequence_model.h"
 #include "train/config.h"
+#include "train/share_threads.h"
 #include "train/trainer.h"
 
 namespace gradlab::train {
@@ -128,6 +131,32 @@ TEST(ThreadShares, TheSharesTogetherAreTheWholeBatch) {
   const StepResult step = trainer.train_step();
   EXPECT_NEAR(step.loss, whole.item(), 1e-6 * std::abs(whole.item()));
   EXPECT_NEAR(step.grad_norm, global_norm(whole_grads), 1e-5 * global_norm(whole_grads));
+}
+
+// Every piece runs, on two threads at once, and the first piece's exception (in piece order)
+// comes back to the caller; with hooks running every piece runs on the calling thread.
+TEST(ThreadShares, PiecesAllRunAndTheFirstErrorComesBack) {
+  omp_set_num_threads(2);
+  std::vector<int> ran(5, 0);
+  std::vector<std::thread::id> ran_on(5);
+  try {
+    run_pieces(5, [&](int64_t i) {
+      ran[static_cast<size_t>(i)] = 1;
+      ran_on[static_cast<size_t>(i)] = std::this_thread::get_id();
+      if (i == 1 || i == 3) throw std::runtime_error("piece " + std::to_string(i));
+    });
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "piece 1");
+  }
+  EXPECT_EQ(ran, std::vector<int>(5, 1));
+  EXPECT_NE(ran_on[0], ran_on[1]);  // two threads took the pieces
+
+  Trainer trainer(config_of("decoder", 0.0));
+  const nn::HookScope hooks(trainer.model(), trainer.heldout(), {});
+  run_pieces(5, [&](int64_t i) { ran_on[static_cast<size_t>(i)] = std::this_thread::get_id(); });
+  for (const std::thread::id& id : ran_on) EXPECT_EQ(id, std::this_thread::get_id());
+  omp_set_num_threads(1);
 }
 
 }  // namespace test_thread_shares

@@ -109,8 +109,9 @@ class Trainer {
   // process draws the same global batch, computes the gradients of its share of its rows (as
   // equal as can be, the first processes one row more when the batch does not divide), and the
   // gradients are summed, each share's loss weighted by its part of the batch's counted targets,
-  // so that every process applies the step one process would. Dropout masks come from a stream
-  // of each process's own; the generator a checkpoint keeps moves on alike everywhere.
+  // so that every process applies the step one process would (each process cuts its share into
+  // kBatchShares, as one process does its batch). Dropout masks come from a stream of each
+  // share's own; the generator a checkpoint keeps moves on alike everywhere.
   // Evaluation splits the held-out rows the same way. Throws ConfigError if the batch has fewer
   // rows than the group has processes.
   void distribute(ProcessGroup& group);

@@ -45,6 +45,7 @@ gradlab's metrics.csv columns) and peak RSS.
 """
 
 import argparse
+import ctypes
 import json
 import math
 import resource
@@ -306,6 +307,20 @@ def learning_rate(step, cfg):
     return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * progress))
 
 
+def set_threads(threads):
+    """torch's threads, one inter-op thread, and OpenBLAS's own pool, as the libtorch benchmark
+    sets them: torch.set_num_threads leaves the OpenBLAS that Debian's libtorch calls (through
+    libblas.so.3) at its default, a thread per core."""
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    with open("/proc/self/maps") as f:
+        paths = sorted({line.split()[-1] for line in f if "blas" in line.rsplit("/", 1)[-1]})
+    for path in paths:
+        library = ctypes.CDLL(path)
+        if hasattr(library, "openblas_set_num_threads"):
+            library.openblas_set_num_threads(threads)
+
+
 def score(model, inputs, targets, chunk_rows, parts=None):
     """Loss, token accuracy and exact match of a set, in chunks; each part's loss from the
     same logits."""
@@ -353,7 +368,7 @@ def main():
     task_name = cfg.get("task", "copy")
     if cfg["optimizer"] != "adamw":
         raise SystemExit(f"research_torch: optimizer {cfg['optimizer']} is not replicated")
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     seed = int(cfg["seed"])
     torch.manual_seed(seed)
 

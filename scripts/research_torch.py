@@ -45,7 +45,6 @@ gradlab's metrics.csv columns) and peak RSS.
 """
 
 import argparse
-import ctypes
 import json
 import math
 import resource
@@ -57,6 +56,7 @@ import torch.nn.functional as F
 
 from research_targets import FINAL, steps_to_targets
 from run_config import read_config
+from torch_threads import set_threads
 
 IGNORE = -100  # nn::kIgnoreTarget
 # gradlab's RunConfig and TaskConfig defaults, for the keys a config file leaves out.
@@ -305,20 +305,6 @@ def learning_rate(step, cfg):
     min_lr = float(cfg["min-lr"])
     progress = 1.0 if total <= warmup else min(max((step - warmup) / (total - warmup), 0.0), 1.0)
     return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * progress))
-
-
-def set_threads(threads):
-    """torch's threads, one inter-op thread, and OpenBLAS's own pool, as the libtorch benchmark
-    sets them: torch.set_num_threads leaves the OpenBLAS that Debian's libtorch calls (through
-    libblas.so.3) at its default, a thread per core."""
-    torch.set_num_threads(threads)
-    torch.set_num_interop_threads(1)
-    with open("/proc/self/maps") as f:
-        paths = sorted({line.split()[-1] for line in f if "blas" in line.rsplit("/", 1)[-1]})
-    for path in paths:
-        library = ctypes.CDLL(path)
-        if hasattr(library, "openblas_set_num_threads"):
-            library.openblas_set_num_threads(threads)
 
 
 def score(model, inputs, targets, chunk_rows, parts=None):

@@ -242,7 +242,8 @@ class DecoderLM(torch.nn.Module):
         super().__init__()
         c, heads, layers = int(cfg["d-model"]), int(cfg["heads"]), int(cfg["layers"])
         d_ff, bias, kind = int(cfg["d-ff"]), cfg["bias"] == "1", cfg["norm"]
-        for key, ok in (("model", cfg["model"] == "decoder"), ("dropout", float(cfg["dropout"]) == 0),
+        for key, ok in (("model", cfg["model"] == "decoder"),
+                        ("dropout", float(cfg["dropout"]) == 0),
                         ("kv-heads", int(cfg["kv-heads"]) in (0, heads)),
                         ("learned-positions", cfg["learned-positions"] == "1"),
                         ("norm", kind in ("layer", "none")),
@@ -412,7 +413,8 @@ def main():
             row.update(score(model, *task.heldout, chunk_rows, task.parts))
             if task.training_set is not None:
                 train = score(model, *task.training_set, chunk_rows)
-                row.update(train_accuracy=train["token_accuracy"], train_eval_loss=train["eval_loss"])
+                row.update(train_accuracy=train["token_accuracy"],
+                           train_eval_loss=train["eval_loss"])
             curve.append(row)
             print(" ".join(f"{k} {v:.4g}" for k, v in row.items()), file=sys.stderr, flush=True)
             if target > 0 and row["exact_match"] >= target:

@@ -20,7 +20,11 @@
 #
 # The workloads include a language model trained with configs/char.ini on the text of Debian's
 # fortunes packages, gradlab against the PyTorch replica scripts/char_lm_torch.py (two seeds;
-# about 15 minutes of the run; `--only char_lm` runs it alone, `--only '^(?!char_lm)'` all but it).
+# about 15 minutes of the run; `--only char_lm` runs it alone, `--only '^(?!char_lm)'` all but it),
+# and the research runs (grokking, MQAR at (256, 32), induction: `gradlab train --config` against
+# the PyTorch replica scripts/research_torch.py, the steps to their targets in both; `--only
+# research` runs them alone). Those take about 30 minutes, half of it MQAR's two whole runs
+# (PyTorch's alone 12-20 minutes): `--research-whole '^(?!research/mqar)'` leaves them out.
 #
 # The build goes through scripts/bootstrap.sh with GRADLAB_BUILD_TORCH_BENCH=ON added to
 # GRADLAB_CMAKE_ARGS; libtorch comes from Debian's libtorch-dev (without it, only the gradlab

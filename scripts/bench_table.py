@@ -24,6 +24,7 @@ Its table goes to a section of its own in BENCHMARKS.md.
 """
 
 import argparse
+import csv
 import datetime
 import json
 import os
@@ -35,6 +36,7 @@ import sys
 import tempfile
 import time
 
+from research_targets import FINAL, TARGETS, steps_to_targets
 from run_config import read_config
 
 # Kernels OpenBLAS falls back to when it does not know a CPU: none of them uses AVX.
@@ -57,6 +59,21 @@ MHA_SHAPES = [(1, 3, 4, 2), (32, 64, 128, 4), (16, 128, 256, 8), (8, 256, 512, 8
 LONG_MHA_SHAPES = [(8, 256, 256, 8), (4, 512, 256, 8), (2, 1024, 256, 8), (1, 2048, 256, 8),
                    (1, 4096, 256, 8)]
 MATMUL_SIZES = [256, 512, 1024, 2048]
+# The research runs: `gradlab train --config` against the PyTorch replica
+# scripts/research_torch.py. cap: the steps every engine runs at every thread count for the
+# ratio (--steps, a multiple of the config's eval-every so that both evaluate alike; the
+# schedules are constant, so these are the whole run's first steps, each as costly as any
+# other), the steps to the targets then coming from one whole run of each engine at the last
+# thread count; None: whole runs at every thread count.
+RESEARCH_RUNS = [
+    {"name": "grokking", "label": "grokking, configs/grokking.ini",
+     "config": "configs/grokking.ini", "args": [], "cap": 250},
+    {"name": "mqar_256_32", "label": "MQAR (256, 32), configs/mqar.ini",
+     "config": "configs/mqar.ini",
+     "args": ["--context", "256", "--pairs", "32", "--symbols", "512"], "cap": 100},
+    {"name": "induction", "label": "induction, configs/induction.ini",
+     "config": "configs/induction.ini", "args": [], "cap": None},
+]
 
 
 def mha_flops(b, t, c, h, causal=False):
@@ -89,6 +106,9 @@ def workloads():
                     "kind": "gbench", "flops": 2.0 * n ** 3})
     out.append({"key": "char_lm/run", "label": "char LM run, --lm-config",
                 "kind": "lm_run", "flops": None})  # from the text's vocabulary: lm_flops
+    for run_spec in RESEARCH_RUNS:
+        out.append({"key": f"research/{run_spec['name']}", "label": run_spec["label"],
+                    "kind": "research_run", "flops": None, "run": run_spec})
     return out
 
 
@@ -322,20 +342,71 @@ class Runner:
                   "reached": True})
         return r
 
-    def lm_engines(self):
-        """gradlab, and the PyTorch replica in both environments when Python has torch."""
+    def replica_engines(self, what):
+        """gradlab, and a PyTorch replica in both environments when Python has torch."""
         if not self.have_torch:
             return ["gradlab"]
         code = run(["/usr/bin/python3", "-c", "import torch"], self.envs["tuned"])[0]
         if code != 0:
-            log("bench: /usr/bin/python3 cannot import torch: the language model runs gradlab only")
+            log(f"bench: /usr/bin/python3 cannot import torch: {what} runs gradlab only")
             return ["gradlab"]
         return self.engines()
 
+    def research_run_once(self, engine, spec, threads, index, steps=None):
+        """One research run: `steps` (the config's when None) or until its target. Its wall time
+        is the training loop's (evaluations included) as each engine reports it."""
+        common = ["--config", spec["config"]] + spec["args"] + ["--threads", str(threads)]
+        common += ["--steps", str(steps)] if steps else []
+        if engine == "gradlab":
+            out_dir = os.path.join(self.scratch, f"research-{spec['name']}-{threads}-{index}"
+                                   + ("" if steps else "-whole"))
+            cmd = [self.gradlab_cli, "train", "--out", out_dir] + common
+            code, out, err, wall, rss = run(cmd, self.envs[engine])
+            m = re.search(r"Trained (\d+) steps in ([\d.]+) s", out)
+            if code != 0 or not m:
+                raise SystemExit(f"bench: {' '.join(cmd)} failed ({code}):\n{out}\n{err}")
+            with open(os.path.join(out_dir, "metrics.csv"), newline="") as f:
+                curve = [{k: float(v) if v else None for k, v in row.items()}
+                         for row in csv.DictReader(f)]
+            r = {"seconds": float(m.group(2)), "steps": int(m.group(1)),
+                 "stop": "target" if "(target reached)" in out else "steps"}
+        else:
+            cmd = ["/usr/bin/python3", os.path.join(os.path.dirname(__file__), "research_torch.py")]
+            code, out, err, wall, rss = run(cmd + common, self.envs[engine])
+            if code != 0:
+                raise SystemExit(f"bench: {' '.join(cmd + common)} failed ({code}):\n{err}")
+            r = json.loads(out.strip().splitlines()[-1])
+            curve = r["curve"]
+        config = read_config(spec["config"])
+        task, whole = config["task"], not steps
+        # A whole run reached what it runs for: its target, or its steps when it has none.
+        has_target = float(config.get("target-exact-match", "0.99")) > 0
+        r.update({"targets": steps_to_targets(task, curve),
+                  "final_value": float(curve[-1][FINAL[task]]) if curve else None,
+                  "task": task, "whole": whole, "curve": curve,
+                  "reached": not whole or not has_target or r["stop"] == "target",
+                  "wall": wall, "rss_mib": rss})
+        return r
+
+    def research_whole(self, work, threads, engine):
+        """One whole run of gradlab and of the replica in `engine` (none: gradlab only): the
+        steps to the targets of a workload whose timed runs are capped."""
+        whole = {"threads": threads, "env": engine,
+                 "gradlab": self.research_run_once("gradlab", work["run"], threads, 0)}
+        if engine:
+            whole["torch"] = self.research_run_once(engine, work["run"], threads, 0)
+        log(f"{work['key']:<32} threads={threads}  whole run: gradlab "
+            f"{whole['gradlab']['seconds']:.1f} s ({whole['gradlab']['steps']} steps)"
+            + (f", PyTorch[{engine}] {whole['torch']['seconds']:.1f} s "
+               f"({whole['torch']['steps']} steps)" if engine else ""))
+        return whole
+
     def measure(self, work, threads):
-        reps = {"copy_run": self.args.copy_reps,
-                "lm_run": len(self.args.lm_seeds)}.get(work["kind"], self.args.reps)
-        engines = self.engines() if work["kind"] != "lm_run" else self.lm_engines()
+        reps = {"copy_run": self.args.copy_reps, "lm_run": len(self.args.lm_seeds),
+                "research_run": self.args.research_reps}.get(work["kind"], self.args.reps)
+        engines = {"lm_run": lambda: self.replica_engines("the language model"),
+                   "research_run": lambda: self.replica_engines("the research runs")
+                   }.get(work["kind"], self.engines)()
         samples = {e: [] for e in engines}
         for i in range(reps):
             order = engines[i % len(engines):] + engines[:i % len(engines)]  # rotate
@@ -344,6 +415,9 @@ class Runner:
                     samples[e].append(self.copy_run_once(e, threads, i))
                 elif work["kind"] == "lm_run":
                     samples[e].append(self.lm_run_once(e, threads, i))
+                elif work["kind"] == "research_run":
+                    samples[e].append(self.research_run_once(e, work["run"], threads, i,
+                                                             work["run"]["cap"]))
                 else:
                     samples[e].append(self.gbench_once(e, work["key"], threads))
         return samples
@@ -437,6 +511,70 @@ def lm_rows(results):
     return rows
 
 
+def median_sample(samples):
+    """The sample of median time (the later of the two middle ones for an even count)."""
+    return sorted(samples, key=lambda x: x["seconds"])[len(samples) // 2]
+
+
+def research_cells(g, t):
+    """The steps to each target and the last evaluation of a whole run, gradlab / PyTorch (t
+    None: gradlab only)."""
+    step = lambda x, n: "—" if not x or x["targets"].get(n) is None else str(x["targets"][n])
+    targets = "; ".join(f"{n}: {step(g, n)} / {step(t, n)}" for n in g["targets"]) or "—"
+    column = FINAL[g["task"]]
+    if column.endswith("_loss"):
+        value = lambda v: "—" if v is None else f"{v:.3f}"
+    else:
+        value = lambda v: "—" if v is None else f"{100 * v:.1f}%"
+    final = (f"{column.replace('_', ' ')} {value(g['final_value'])} / "
+             f"{value(t['final_value']) if t else '—'}")
+    return targets, final
+
+
+def research_rows(results):
+    """One row per thread count of each research run (its timed runs, whole or capped: the
+    median sample of each engine), and one for a capped workload's whole runs; gradlab against
+    the replica in its faster environment."""
+    rows = []
+    for r in results:
+        if not r["key"].startswith("research/"):
+            continue
+        references = [e for e in ("as-is", "tuned") if e in r]
+        faster = min(references, key=lambda e: r[e]["median"]) if references else None
+        g = median_sample(r["samples"]["gradlab"])
+        t = median_sample(r["samples"][faster]) if faster else None
+        spread = lambda e: f" ±{r[e]['spread_pct']:.0f}%" if len(r["samples"][e]) > 1 else ""
+        if r.get("cap"):
+            steps, targets, final = f"{r['cap']} (capped)", "—", "—"
+        else:
+            steps = f"{g['steps']}" + (f" / {t['steps']}" if t else "")
+            targets, final = research_cells(g, t)
+        rows.append([r["label"], str(r["threads"]), steps,
+                     fmt_time(r["gradlab"]["median"]) + spread("gradlab"),
+                     fmt_time(r[faster]["median"]) + spread(faster) if faster else "—",
+                     f"{r['gradlab']['median'] / r[faster]['median']:.2f}" if faster else "—",
+                     targets, final,
+                     f"{r['gradlab']['rss_mib']:.0f}"
+                     + (f" / {r[faster]['rss_mib']:.0f}" if faster else ""), faster or "—"])
+        if "whole" in r:
+            w = r["whole"]
+            g, t = w["gradlab"], w.get("torch")
+            targets, final = research_cells(g, t)
+            rows.append([r["label"], str(w["threads"]),
+                         f"whole: {g['steps']}" + (f" / {t['steps']}" if t else ""),
+                         fmt_time(g["seconds"]), fmt_time(t["seconds"]) if t else "—",
+                         f"{g['seconds'] / t['seconds']:.2f}" if t else "—", targets, final,
+                         f"{g['rss_mib']:.0f}" + (f" / {t['rss_mib']:.0f}" if t else ""),
+                         w["env"] or "—"])
+    return rows
+
+
+RESEARCH_HEADER = ["workload", "threads", "steps: gradlab / PyTorch", "gradlab", "PyTorch",
+                   "gradlab / PyTorch", "steps to targets: gradlab / PyTorch",
+                   "last evaluation: gradlab / PyTorch", "peak RSS MiB gradlab / PyTorch",
+                   "PyTorch env"]
+
+
 LM_HEADER = ["threads", "seed", "gradlab", "PyTorch", "gradlab / PyTorch", "gradlab GFLOP/s",
              "val loss, 240 windows: gradlab / PyTorch",
              "val loss, whole split: gradlab / PyTorch", "difference", "peak RSS MiB"]
@@ -467,6 +605,14 @@ def main():
     p.add_argument("--lm-config", default="configs/char.ini",
                    help="its configuration (default configs/char.ini)")
     p.add_argument("--lm-seeds", default="1,2", help="its seeds, one run each (default 1,2)")
+    p.add_argument("--research-reps", type=int, default=1,
+                   help="timed runs per engine of each research run (default 1)")
+    p.add_argument("--research-cap", type=int, default=0,
+                   help="time every research run over this many steps (a multiple of its "
+                        "eval-every; default: each its own, RESEARCH_RUNS)")
+    p.add_argument("--research-whole", default=".", metavar="REGEX",
+                   help="the capped research runs whose steps to their targets come from one "
+                        "whole run of each engine (default: all; '^$': none)")
     p.add_argument("--isa", choices=["native", "avx2"], default="native",
                    help="native: each engine's best kernels (default); avx2: both held to AVX2")
     p.add_argument("--json", help="write every sample here")
@@ -513,6 +659,8 @@ def run_all(args, runner):
                 log("bench: no --lm-data: the language-model workload is skipped")
                 continue
             work = dict(work, label=f"char LM run, {args.lm_config}")
+        if work["kind"] == "research_run" and args.research_cap:
+            work = dict(work, run=dict(work["run"], cap=args.research_cap))
         for threads in threads_list:
             samples = runner.measure(work, threads)
             r = {"key": work["key"], "label": work["label"], "threads": threads,
@@ -520,11 +668,20 @@ def run_all(args, runner):
             for e, s in samples.items():
                 r[e] = summarize(s)
             r["flops"] = r["flops"] or r["gradlab"].get("flops")
+            if work["kind"] == "research_run":
+                r["cap"] = work["run"]["cap"]
             results.append(r)
             msg = f"{work['key']:<32} threads={threads}  gradlab {time_cell(r['gradlab'])}"
             for e in list(samples)[1:]:
                 msg += f"  libtorch[{e}] {time_cell(r[e])}"
             log(msg)
+            # A capped research run's steps to its targets: one whole run of each engine, at
+            # the last thread count, the replica in its faster environment there.
+            if (r.get("cap") and re.search(args.research_whole, work["key"])
+                    and threads == threads_list[-1]):
+                references = [e for e in ("as-is", "tuned") if e in r]
+                faster = min(references, key=lambda e: r[e]["median"]) if references else None
+                r["whole"] = runner.research_whole(work, threads, faster)
     elapsed = time.perf_counter() - t0
     machine_end = machine_cpu_seconds()
     other = None
@@ -537,6 +694,7 @@ def run_all(args, runner):
             "load_start": load_start, "load_end": loadavg(), "have_torch": runner.have_torch,
             "probe": runner.probe, "tuned_env": getattr(runner, "tuned_settings", {}),
             "reps": args.reps, "copy_reps": args.copy_reps, "isa": args.isa,
+            "research_reps": args.research_reps,
             "gradlab_isa": runner.gradlab_isa(),
             "torch_isa_env": AVX2_TORCH_ENV if args.isa == "avx2" else {}}
     if args.json:
@@ -601,7 +759,8 @@ def render(meta, results):
         ]
     section += [
         f"- {meta['reps']} process runs per engine and workload ({meta['copy_reps']} for the "
-        "copy run), alternating engines; median ± half the min–max range.",
+        f"copy run, {meta.get('research_reps', 1)} for each research run), alternating engines; "
+        "median ± half the min–max range.",
         "",
         table,
     ]
@@ -613,6 +772,19 @@ def render(meta, results):
             "loop, 2000 steps and 8 evaluations over 240 windows; whole split: every token of "
             "the validation split after the last step. GFLOP/s: the run's matrix-product FLOPs "
             "per second of gradlab's time.", "", markdown_table(LM_HEADER, lm)]
+    research = research_rows(results)
+    if research:
+        section += [
+            "", "Research runs (`gradlab train --config` against the PyTorch replica "
+            "`scripts/research_torch.py`, the same model, data distribution, optimizer, "
+            "evaluations and stop rule, in its faster environment). Time: the training loop "
+            "as each engine reports it, evaluations included. A capped row runs that many "
+            "steps of the config for the ratio, and the whole runs after it (one per engine, "
+            "at the last thread count) give its steps to the targets (the step of each "
+            "engine's first evaluation that reaches it; —: none did): "
+            + "; ".join(f"{task}: " + ", ".join(name for name, *_ in targets)
+                        for task, targets in TARGETS.items()) + ".",
+            "", markdown_table(RESEARCH_HEADER, research)]
     if warnings:
         section += ["", "**Outputs differ:**", ""] + [f"- {w}" for w in warnings]
     if details:

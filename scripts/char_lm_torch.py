@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from run_config import read_config
+from torch_threads import set_threads
 
 
 class LayerNorm(torch.nn.Module):
@@ -134,7 +135,7 @@ def main():
     cfg = read_config(args.config)
     if cfg.get("tokenizer", "char") != "char" or cfg.get("model", "decoder") != "decoder":
         raise SystemExit("char_lm_torch: replicates --tokenizer char with the decoder model only")
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     torch.manual_seed(args.seed)
 
     with open(args.data, encoding="utf-8") as f:

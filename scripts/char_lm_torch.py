@@ -35,17 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from run_config import read_config
-from torch_threads import set_threads
-
-
-class LayerNorm(torch.nn.Module):
-    def __init__(self, dim, bias):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.ones(dim))
-        self.bias = torch.nn.Parameter(torch.zeros(dim)) if bias else None
-
-    def forward(self, x):
-        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+from torch_replica import LayerNorm, adamw, learning_rate, set_threads
 
 
 class Block(torch.nn.Module):
@@ -99,14 +89,6 @@ class DecoderLM(torch.nn.Module):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def learning_rate(step, lr, min_lr, warmup, total):
-    """gradlab's cosine schedule, steps counted from 1."""
-    if warmup > 0 and step < warmup:
-        return lr * step / warmup
-    progress = 1.0 if total <= warmup else min(max((step - warmup) / (total - warmup), 0.0), 1.0)
-    return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * progress))
-
-
 def windows(tokens, starts, context):
     return torch.stack([tokens[s:s + context + 1] for s in starts.tolist()])
 
@@ -157,16 +139,11 @@ def main():
                       int(cfg["d-ff"]), cfg["bias"] == "1", cfg["tie-embeddings"] == "1",
                       cfg["init"], gen)
     params = list(model.parameters())
-    groups = [{"params": [q for q in params if q.dim() >= 2],
-               "weight_decay": float(cfg["weight-decay"])},
-              {"params": [q for q in params if q.dim() < 2], "weight_decay": 0.0}]
-    lr, min_lr = float(cfg["lr"]), float(cfg["min-lr"])
-    optimizer = torch.optim.AdamW(groups, lr=lr,
-                                  betas=(float(cfg["beta1"]), float(cfg["beta2"])), eps=1e-8)
+    optimizer = adamw(params, dict(cfg, steps=str(steps)))
     eval_gen = torch.Generator().manual_seed(args.seed + 1)
     eval_rows = windows(tokens, train_size + torch.randint(
         val_size - context, (int(cfg["eval-iters"]),), generator=eval_gen), context)
-    eval_every, clip, warmup = int(cfg["eval-every"]), float(cfg["clip"]), int(cfg["warmup"])
+    eval_every, clip = int(cfg["eval-every"]), float(cfg["clip"])
 
     curve = []
     start = time.perf_counter()
@@ -175,7 +152,7 @@ def main():
         rows = windows(tokens, torch.randint(train_size - context, (batch,), generator=gen),
                        context)
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, lr, min_lr, warmup, steps)
+            group["lr"] = learning_rate(step, dict(cfg, steps=str(steps)))
         loss = model(rows[:, :-1], rows[:, 1:])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

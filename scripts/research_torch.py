@@ -56,7 +56,7 @@ import torch.nn.functional as F
 
 from research_targets import FINAL, steps_to_targets
 from run_config import read_config
-from torch_threads import set_threads
+from torch_replica import LayerNorm, adamw, learning_rate, set_threads
 
 IGNORE = -100  # nn::kIgnoreTarget
 # gradlab's RunConfig and TaskConfig defaults, for the keys a config file leaves out.
@@ -184,16 +184,6 @@ class Induction:
 
 # --- Model --------------------------------------------------------------------------------
 
-class LayerNorm(torch.nn.Module):
-    def __init__(self, dim, bias):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.ones(dim))
-        self.bias = torch.nn.Parameter(torch.zeros(dim)) if bias else None
-
-    def forward(self, x):
-        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
-
-
 def norm(c, kind, bias):
     return LayerNorm(c, bias) if kind == "layer" else None
 
@@ -294,20 +284,6 @@ def loss_of(logits, targets):
                            ignore_index=IGNORE)
 
 
-def learning_rate(step, cfg):
-    """gradlab's schedules, steps counted from 1."""
-    lr, warmup, total = float(cfg["lr"]), int(cfg["warmup"]), int(cfg["steps"])
-    if cfg["schedule"] == "noam":
-        return lr * int(cfg["d-model"]) ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
-    if warmup > 0 and step < warmup:
-        return lr * step / warmup
-    if cfg["schedule"] == "constant":
-        return lr
-    min_lr = float(cfg["min-lr"])
-    progress = 1.0 if total <= warmup else min(max((step - warmup) / (total - warmup), 0.0), 1.0)
-    return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * progress))
-
-
 def score(model, inputs, targets, chunk_rows, parts=None):
     """Loss, token accuracy and exact match of a set, in chunks; each part's loss from the
     same logits."""
@@ -373,12 +349,7 @@ def main():
                          "(modular, mqar, induction)")
     model = DecoderLM(cfg, task.vocab, task.positions, init_gen)
     params = list(model.parameters())
-    groups = [{"params": [q for q in params if q.dim() >= 2],
-               "weight_decay": float(cfg["weight-decay"])},
-              {"params": [q for q in params if q.dim() < 2], "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW(groups, lr=float(cfg["lr"]),
-                                  betas=(float(cfg["beta1"]), float(cfg["beta2"])),
-                                  eps=float(cfg["eps"]))
+    optimizer = adamw(params, cfg)
     steps, eval_every, clip = int(cfg["steps"]), int(cfg["eval-every"]), float(cfg["clip"])
     target = float(cfg["target-exact-match"])
     spike_rule = cfg["stop-on-loss-spike"] != "0"

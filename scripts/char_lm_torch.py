@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from run_config import read_config
-from torch_replica import LayerNorm, adamw, learning_rate, set_threads
+from torch_replica import LayerNorm, adamw, initialise, learning_rate, set_threads
 
 
 class Block(torch.nn.Module):
@@ -70,14 +70,7 @@ class DecoderLM(torch.nn.Module):
         self.head = None if tie else torch.nn.Linear(c, vocab, bias=bias)
         if init != "gpt2":
             raise SystemExit(f"char_lm_torch: init {init!r} is not replicated (gpt2 only)")
-        with torch.no_grad():
-            for name, p in self.named_parameters():
-                if p.dim() == 1:
-                    if name.endswith("bias"):
-                        p.zero_()
-                    continue
-                residual = name.endswith(("out_proj.weight", "fc2.weight"))
-                p.normal_(0.0, 0.02 / math.sqrt(2 * layers) if residual else 0.02, generator=gen)
+        initialise(self, init, layers, gen)
 
     def forward(self, inputs, targets):
         t = inputs.shape[1]

@@ -56,7 +56,7 @@ import torch.nn.functional as F
 
 from research_targets import FINAL, steps_to_targets
 from run_config import read_config
-from torch_replica import LayerNorm, adamw, learning_rate, set_threads
+from torch_replica import LayerNorm, adamw, initialise, learning_rate, set_threads
 
 IGNORE = -100  # nn::kIgnoreTarget
 # gradlab's RunConfig and TaskConfig defaults, for the keys a config file leaves out.
@@ -251,23 +251,7 @@ class DecoderLM(torch.nn.Module):
         # -inf where key j comes after query i, else 0.
         self.register_buffer("causal", torch.full((positions, positions), float("-inf")).triu(1),
                              persistent=False)
-        with torch.no_grad():
-            for name, p in self.named_parameters():
-                if p.dim() == 1:
-                    if name.endswith("bias"):
-                        p.zero_()
-                    continue
-                if cfg["init"] == "gpt2":
-                    residual = name.endswith(("out_proj.weight", "fc2.weight"))
-                    p.normal_(0.0, 0.02 / math.sqrt(2 * layers) if residual else 0.02,
-                              generator=gen)
-                elif "embedding" in name:
-                    p.normal_(0.0, 0.02, generator=gen)
-                else:
-                    # Xavier-uniform per projection: the stacked q, k, v are each [C, C].
-                    fan_out = p.shape[0] // 3 if name.endswith("qkv.weight") else p.shape[0]
-                    limit = math.sqrt(6.0 / (p.shape[1] + fan_out))
-                    p.uniform_(-limit, limit, generator=gen)
+        initialise(self, cfg["init"], layers, gen)
 
     def forward(self, inputs):
         t = inputs.shape[1]

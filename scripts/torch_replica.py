@@ -1,5 +1,5 @@
 """What the PyTorch replicas of gradlab's runs share (char_lm_torch.py, research_torch.py):
-the threads, gradlab's LayerNorm, schedules and AdamW weight-decay groups.
+the threads, gradlab's LayerNorm, initialisations, schedules and AdamW weight-decay groups.
 
 The threads are set as the libtorch benchmark (bench/torch_bench.cpp) sets them: torch's, one
 inter-op thread, and OpenBLAS's own pool. torch.set_num_threads alone leaves the OpenBLAS that
@@ -61,3 +61,24 @@ def adamw(params, cfg):
     return torch.optim.AdamW(groups, lr=float(cfg["lr"]),
                              betas=(float(cfg["beta1"]), float(cfg["beta2"])),
                              eps=float(cfg.get("eps", "1e-08")))
+
+
+def initialise(model, init, layers, gen):
+    """gradlab's initialisations (nn/initialisation.cpp), drawn from gen: biases zero; "gpt2":
+    normal(0, 0.02), the residual projections 0.02 / sqrt(2 layers); "default": embeddings
+    normal(0, 0.02), every projection Xavier-uniform (the stacked q, k, v each [C, C])."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                if name.endswith("bias"):
+                    p.zero_()
+                continue
+            if init == "gpt2":
+                residual = name.endswith(("out_proj.weight", "fc2.weight"))
+                p.normal_(0.0, 0.02 / math.sqrt(2 * layers) if residual else 0.02, generator=gen)
+            elif "embedding" in name:
+                p.normal_(0.0, 0.02, generator=gen)
+            else:
+                fan_out = p.shape[0] // 3 if name.endswith("qkv.weight") else p.shape[0]
+                limit = math.sqrt(6.0 / (p.shape[1] + fan_out))
+                p.uniform_(-limit, limit, generator=gen)

@@ -74,8 +74,9 @@ void Trainer::backward_shares(const nn::SequenceBatch& batch, StepResult& result
   const int64_t shares = std::min(kBatchShares, end - begin);
   const int64_t counted = counted_targets(batch.targets);
   // Each share draws its masks from a stream of its own, seeded by the shared generator's next
-  // draw and the share's place in the whole batch; the shared generator itself only moves on by
-  // that draw, on every process.
+  // draw and the share's first row in the whole batch (distinct for every share of every
+  // process, whatever each process's number of shares); the shared generator itself only moves
+  // on by that draw, on every process.
   const uint64_t draw = model_->dropout_gen->next_u64();
   std::vector<LeafGradients> gradients(static_cast<size_t>(shares));
   std::vector<double> losses(static_cast<size_t>(shares), 0.0);
@@ -86,8 +87,7 @@ void Trainer::backward_shares(const nn::SequenceBatch& batch, StepResult& result
     const double weight =
         counted > 0 ? static_cast<double>(counted_targets(share.targets)) / counted : 0;
     if (weight == 0) return;
-    Generator stream(draw + 0x9e3779b97f4a7c15ULL *
-                                static_cast<uint64_t>(group_->rank() * shares + s + 1));
+    Generator stream(draw + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(first + 1));
     const nn::DropoutStream masks(stream);
     const LeafGradientScope collect(gradients[static_cast<size_t>(s)]);
     const Tensor loss = model_->loss(share) * weight;

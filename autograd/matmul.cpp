@@ -51,8 +51,7 @@ Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool tran
                        n, /*accumulate=*/false, bias_p, parallel);
       return;
     }
-#pragma omp parallel for if (parallel) schedule(static)
-    for (int64_t i = 0; i < count; ++i) {
+    kernels::for_each_index(count, parallel, [&](int64_t i) {
       int64_t oa = 0, ob = 0, rest = i;
       for (size_t axis = batch.size(); axis-- > 0;) {
         const int64_t idx = rest % batch[axis];
@@ -63,7 +62,7 @@ Tensor batched_product(const Tensor& a, bool trans_a, const Tensor& b, bool tran
       kernels::gemm<T>(m, n, k, {ap + oa * m * k, trans_a ? m : k, trans_a},
                        {bp + ob * k * n, trans_b ? k : n, trans_b}, op + i * m * n, n,
                        /*accumulate=*/false, bias_p, false);
-    }
+    });
   });
   return out;
 }

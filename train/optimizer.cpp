@@ -90,18 +90,20 @@ struct Updates {
     int64_t total = 0;
     for (const auto& u : f32) total += u.n;
     for (const auto& u : f64) total += u.n;
-#pragma omp parallel if (total > kernels::kParallelThreshold)
-    {
-      const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
-      auto share = [&](const auto& updates) {
+    // Thread t of count takes the same share of every parameter.
+    auto share = [&](int64_t t, int64_t count) {
+      auto of = [&](const auto& updates) {
         for (const auto& u : updates) {
           const int64_t begin = u.n * t / count, end = u.n * (t + 1) / count;
           if (begin < end) run_part(u, begin, end);
         }
       };
-      share(f32);
-      share(f64);
-    }
+      of(f32);
+      of(f64);
+    };
+    if (!kernels::worth_threads(total > kernels::kParallelThreshold)) return share(0, 1);
+#pragma omp parallel
+    share(omp_get_thread_num(), omp_get_num_threads());
   }
 
   // Before gathering a step's updates (a check that threw may have left some of the last's).

@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/kernel_list.h"
 #include "autograd/kernels/rows.h"
@@ -120,8 +121,7 @@ template <class T>
 void attention_forward(const AttentionOperands<const T>& in, const AttentionDims& d,
                        const AttentionMask& mask, T scale, T* out, T* weights) {
   const int64_t block = mask.causal() ? kQueryBlock : d.Tq, out_stride = d.H * d.D;
-#pragma omp parallel for if (attention_worth_threads(d)) schedule(static)
-  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+  for_each_index(d.B * d.H, attention_worth_threads(d), [&](int64_t bh) {
     const int64_t b = bh / d.H, h = bh % d.H, g = h / d.group();
     const T* q = in.q_head(d, b, h);
     const T* k = in.k_head(d, b, g);
@@ -138,7 +138,7 @@ void attention_forward(const AttentionOperands<const T>& in, const AttentionDims
       gemm<T>(rows, d.D, keys, {w, d.Tk, false}, {v, in.kv_stride, false}, o + i0 * out_stride,
               out_stride, false, nullptr, false);
     }
-  }
+  });
 }
 
 template <class T>
@@ -146,8 +146,7 @@ void attention_backward(const T* g, const AttentionOperands<const T>& in, const 
                         const AttentionDims& d, bool causal, T scale,
                         const AttentionOperands<T>& grad) {
   const int64_t g_stride = d.H * d.D, block = causal ? kQueryBlock : std::max(d.Tq, d.Tk);
-#pragma omp parallel for if (attention_worth_threads(d)) schedule(static)
-  for (int64_t bg = 0; bg < d.B * d.KV; ++bg) {
+  for_each_index(d.B * d.KV, attention_worth_threads(d), [&](int64_t bg) {
     const int64_t b = bg / d.KV, kvh = bg % d.KV;
     thread_local std::vector<T> ds_buffer;  // reused across calls: no allocation in steady state
     ds_buffer.resize(d.Tq * d.Tk);
@@ -186,7 +185,7 @@ void attention_backward(const T* g, const AttentionOperands<const T>& in, const 
                 grad.kv_stride, accumulate, nullptr, false);
       }
     }
-  }
+  });
 }
 
 GRADLAB_ATTENTION_KERNELS(GRADLAB_INSTANTIATE_KERNEL)

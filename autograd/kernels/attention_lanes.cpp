@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/kernel_list.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/kernels/simd.h"
@@ -208,11 +209,10 @@ template <class T, class Body>
 void for_groups(const AttentionDims& d, Body body) {
   const int64_t per_group = heads_per_group<T>(d), heads = d.B * d.H;
   const int64_t groups = (heads + per_group - 1) / per_group;
-#pragma omp parallel for if (groups > 1 && attention_worth_threads(d)) schedule(static)
-  for (int64_t g = 0; g < groups; ++g) {
+  for_each_index(groups, groups > 1 && attention_worth_threads(d), [&](int64_t g) {
     const int64_t first = g * per_group;
     body(Group<T>(d, g, first, std::min(per_group, heads - first)));
-  }
+  });
 }
 
 }  // namespace

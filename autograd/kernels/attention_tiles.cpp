@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/kernel_list.h"
 #include "autograd/kernels/rows.h"
@@ -38,8 +39,7 @@ void attention_tiles_forward(const AttentionOperands<const T>& in, const Attenti
                              const AttentionMask& mask, T scale, T* out, T* lse,
                              const AttentionTiles& tiles) {
   const int64_t bq = tiles.query_rows, bk = tiles.keys, out_stride = d.H * d.D;
-#pragma omp parallel for if (attention_worth_threads(d)) schedule(static)
-  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+  for_each_index(d.B * d.H, attention_worth_threads(d), [&](int64_t bh) {
     const int64_t b = bh / d.H, h = bh % d.H, kvh = h / d.group();
     const T* q = in.q_head(d, b, h);
     const T* k = in.k_head(d, b, kvh);
@@ -89,7 +89,7 @@ void attention_tiles_forward(const AttentionOperands<const T>& in, const Attenti
         row_lse[i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kMinusInf<T>;
       }
     }
-  }
+  });
 }
 
 template <class T>
@@ -100,8 +100,7 @@ void attention_tiles_backward(const T* g, const AttentionOperands<const T>& in, 
   const int64_t bq = tiles.query_rows, bk = tiles.keys, g_stride = d.H * d.D;
   // Per (batch, K/V head), so that the query heads sharing a K/V head add into its dK and dV
   // without races.
-#pragma omp parallel for if (attention_worth_threads(d)) schedule(static)
-  for (int64_t bg = 0; bg < d.B * d.KV; ++bg) {
+  for_each_index(d.B * d.KV, attention_worth_threads(d), [&](int64_t bg) {
     const int64_t b = bg / d.KV, kvh = bg % d.KV;
     const T* k = in.k_head(d, b, kvh);
     const T* v = in.v_head(d, b, kvh);
@@ -167,7 +166,7 @@ void attention_tiles_backward(const T* g, const AttentionOperands<const T>& in, 
         }
       }
     }
-  }
+  });
 }
 
 GRADLAB_ATTENTION_TILES_KERNELS(GRADLAB_INSTANTIATE_KERNEL)

@@ -57,8 +57,7 @@ void layer_norm_forward(const T* x, const T* weight, const T* bias, T eps, int64
                         int64_t channels, T* y, T* mean, T* rstd) {
   const T* w = weight_or<T>(weight, channels, 1);
   const T* b = weight_or<T>(bias, channels, 0);
-#pragma omp parallel for if (rows * channels > kParallelThreshold) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
+  for_each_index(rows, rows * channels > kParallelThreshold, [&](int64_t r) {
     const T* xr = x + r * channels;
     const T m = sum_over<T>(channels, [&](int64_t c) { return xr[c]; }) / static_cast<T>(channels);
     const T var = sum_over<T>(channels, [&](int64_t c) { return (xr[c] - m) * (xr[c] - m); }) /
@@ -72,7 +71,7 @@ void layer_norm_forward(const T* x, const T* weight, const T* bias, T eps, int64
       const T normed = (xr[c] - m) * s;
       yr[c] = normed * w[c] + b[c];
     }
-  }
+  });
 }
 
 template <class T>
@@ -83,15 +82,14 @@ void layer_norm_backward(const T* x, const T* g, const T* weight, const T* mean,
   thread_local std::vector<T> partial;  // [blocks, 2, C]: dweight's, then dbias's sums
   partial.assign(blocks * 2 * channels, T(0));
   T* sums = partial.data();
-#pragma omp parallel for if (rows * channels > kParallelThreshold) schedule(static)
-  for (int64_t block = 0; block < blocks; ++block) {
+  for_each_index(blocks, rows * channels > kParallelThreshold, [&](int64_t block) {
     T* dw_sum = sums + block * 2 * channels;
     const int64_t end = std::min(rows, (block + 1) * kRowBlock);
     for (int64_t r = block * kRowBlock; r < end; ++r) {
       backward_row(x + r * channels, g + r * channels, w, mean[r], rstd[r], channels,
                    dx + r * channels, dw_sum, dw_sum + channels);
     }
-  }
+  });
   for (int64_t c = 0; c < channels; ++c) {
     T dw_total = 0, db_total = 0;
     for (int64_t block = 0; block < blocks; ++block) {

@@ -14,11 +14,10 @@ namespace {
 // large.
 template <class T, class F>
 void for_each_row(const SoftmaxRows& rows, const T* in, T* out, F f) {
-#pragma omp parallel for if (rows.count() * rows.n > kParallelThreshold) schedule(static)
-  for (int64_t r = 0; r < rows.count(); ++r) {
+  for_each_index(rows.count(), rows.count() * rows.n > kParallelThreshold, [&](int64_t r) {
     const int64_t s = rows.start(r);
     f(in + s, out + s);
-  }
+  });
 }
 
 template <class T>

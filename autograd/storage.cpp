@@ -18,6 +18,8 @@ namespace {
 constexpr std::align_val_t kAlignment{64};
 // The pool keeps at most this much free memory; beyond it, buffers go back to the system.
 constexpr size_t kMaxCachedBytes = size_t{256} << 20;
+// How many of a size's most recently freed buffers a thread looks through for one of its own.
+constexpr ptrdiff_t kOwnScan = 8;
 
 // Sizes are rounded up so that nearly equal requests share a bucket: to 64 bytes below 4 KiB,
 // to 4 KiB pages above.
@@ -50,6 +52,17 @@ class SpinLock {
   std::atomic<bool> held_{false};
 };
 
+// A free buffer and the thread that freed it, whose cache may still hold its lines.
+struct Block {
+  void* data;
+  const void* thread;
+};
+
+const void* this_thread() {
+  thread_local const char tag = 0;
+  return &tag;
+}
+
 class Pool {
  public:
   void* acquire(size_t size) {
@@ -57,8 +70,17 @@ class Pool {
       std::lock_guard lock(mutex_);
       auto it = free_.find(size);
       if (it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
+        // The most recently freed of this thread's last few, else the most recent of all: a
+        // buffer another core freed must first be fetched from that core's cache. Two threads
+        // training batch shares took 10-13% longer a step without the preference.
+        std::vector<Block>& blocks = it->second;
+        const void* me = this_thread();
+        const auto recent = blocks.rbegin() + std::min<ptrdiff_t>(std::ssize(blocks), kOwnScan);
+        const auto mine =
+            std::find_if(blocks.rbegin(), recent, [me](const Block& b) { return b.thread == me; });
+        const auto taken = mine != recent ? std::prev(mine.base()) : std::prev(blocks.end());
+        void* p = taken->data;
+        blocks.erase(taken);
         stats_.cached_bytes -= size;
         ++stats_.reused;
         return p;
@@ -72,7 +94,7 @@ class Pool {
     {
       std::lock_guard lock(mutex_);
       if (stats_.cached_bytes + size <= kMaxCachedBytes) {
-        free_[size].push_back(p);
+        free_[size].push_back({p, this_thread()});
         stats_.cached_bytes += size;
         return;
       }
@@ -89,9 +111,9 @@ class Pool {
       for (const auto& [size, blocks] : free_) sizes.push_back(size);
       std::sort(sizes.begin(), sizes.end(), std::greater<>());
       for (size_t size : sizes) {
-        std::vector<void*>& blocks = free_[size];
+        std::vector<Block>& blocks = free_[size];
         while (!blocks.empty() && released < at_least) {
-          ::operator delete(blocks.back(), kAlignment);
+          ::operator delete(blocks.back().data, kAlignment);
           blocks.pop_back();
           released += size;
         }
@@ -112,7 +134,7 @@ class Pool {
 
  private:
   SpinLock mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
+  std::unordered_map<size_t, std::vector<Block>> free_;
   StorageStats stats_;
 };
 

@@ -5,17 +5,20 @@
 #include <poll.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 
 #include "tests/test_helpers.h"
+#include "train/fingerprint.h"
 
 extern char** environ;
 
@@ -210,32 +213,117 @@ std::string read_text(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-std::string tiny_text_model(const TempDir& dir) {
-  const std::string data = dir.file("tiny-text.txt");
-  std::ofstream text(data, std::ios::binary);
-  for (int i = 0; i < 40; ++i) text << kTinyText;
-  text.close();
-  const std::string run = dir.file("tiny-text-run");
-  const CommandResult r = run_gradlab(
-      {"train", "--task",       "text", "--data",   data, "--context",    "8",  "--d-model",
-       "8",     "--heads",      "2",    "--layers", "2",  "--d-ff",       "8",  "--batch-size",
-       "4",     "--eval-iters", "2",    "--steps",  "20", "--eval-every", "10", "--out",
-       run});
-  EXPECT_EQ(r.exit_code, 0) << r.describe();
-  return run + "/best.h5";
+namespace {
+
+const std::filesystem::path& shared_runs_root() {
+  static const std::filesystem::path root = [] {
+    const std::filesystem::path dir =
+        std::filesystem::path(GRADLAB_BINARY).parent_path() / "shared-runs";
+    std::filesystem::create_directories(dir);
+    return dir;
+  }();
+  return root;
 }
 
-void train_toy_models(const TempDir& dir, const std::vector<std::string>& flags) {
-  for (const char* model : {"decoder", "seq2seq"}) {
-    std::vector<std::string> args = {"train", "--model", model, "--out", dir.file(model)};
-    args.insert(args.end(), flags.begin(), flags.end());
-    const CommandResult r = run_gradlab(args);
-    EXPECT_EQ(r.exit_code, 0) << r.describe();
+std::string hex(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// An exclusive lock on `path` (created if need be), held while this lives.
+class FileLock {
+ public:
+  explicit FileLock(const std::filesystem::path& path)
+      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
+      throw std::runtime_error("cannot lock " + path.string() + ": " + std::strerror(errno));
+    }
   }
+  ~FileLock() { ::close(fd_); }  // closing releases the lock
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+SharedRun shared_run(const std::vector<std::string>& train_args) {
+  namespace fs = std::filesystem;
+  const fs::path binary = GRADLAB_BINARY;
+  const auto stamp = fs::last_write_time(binary).time_since_epoch().count();
+  const uintmax_t size = fs::file_size(binary);
+  uint64_t key = train::fingerprint(&stamp, sizeof stamp);
+  key = train::fingerprint(&size, sizeof size, key);
+  for (const std::string& arg : train_args) {
+    key = train::fingerprint(arg.data(), arg.size() + 1, key);  // the '\0' parts the arguments
+  }
+  const fs::path run = shared_runs_root() / hex(key);
+  const FileLock lock(shared_runs_root() / (hex(key) + ".lock"));
+  const fs::path done = shared_runs_root() / (hex(key) + ".done");
+  if (fs::exists(done)) return {run, read_text(done)};
+  fs::remove_all(run);  // what a failed attempt left
+  std::vector<std::string> args = train_args;
+  args.insert(args.end(), {"--out", run.string()});
+  const CommandResult r = run_gradlab(args);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  if (r.exit_code == 0) std::ofstream(done, std::ios::binary) << r.out;
+  return {run, r.out};
 }
 
-std::string toy_checkpoint(const TempDir& dir, const std::string& model) {
-  return dir.file(model) + "/best.h5";
+std::string shared_file(const std::string& name, const std::string& text) {
+  const std::filesystem::path path =
+      shared_runs_root() / (hex(train::fingerprint(text.data(), text.size())) + "-" + name);
+  const FileLock lock(path.string() + ".lock");
+  if (!std::filesystem::exists(path)) {
+    const std::string part = path.string() + ".part";
+    std::ofstream(part, std::ios::binary) << text;
+    std::filesystem::rename(part, path);
+  }
+  return path.string();
+}
+
+std::string tiny_text_data() {
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += kTinyText;
+  return shared_file("tiny-text.txt", text);
+}
+
+std::string tiny_text_model() {
+  return (shared_run({"train",
+                      "--task",
+                      "text",
+                      "--data",
+                      tiny_text_data(),
+                      "--context",
+                      "8",
+                      "--d-model",
+                      "8",
+                      "--heads",
+                      "2",
+                      "--layers",
+                      "2",
+                      "--d-ff",
+                      "8",
+                      "--batch-size",
+                      "4",
+                      "--eval-iters",
+                      "2",
+                      "--steps",
+                      "20",
+                      "--eval-every",
+                      "10"})
+              .dir /
+          "best.h5")
+      .string();
+}
+
+std::string toy_checkpoint(const std::vector<std::string>& flags, const std::string& model) {
+  std::vector<std::string> args = {"train", "--model", model};
+  args.insert(args.end(), flags.begin(), flags.end());
+  return (shared_run(args).dir / "best.h5").string();
 }
 
 void expect_usage_error(const CommandResult& r, const std::string& command, const Named& named) {

@@ -83,15 +83,33 @@ inline const std::vector<std::string> kTiny = {
 // The text tiny_text_model trains on: a few short lines of lower-case words.
 inline const std::string kTinyText = "the cat sat on the mat.\nthe dog sat on the log.\n";
 
-// Trains the smallest character-level language model (context 8) on kTinyText repeated, in
-// dir; returns its best checkpoint's path (a test failure when training fails).
-std::string tiny_text_model(const TempDir& dir);
+// A training run several test processes read: its directory and what the training printed.
+struct SharedRun {
+  std::filesystem::path dir;
+  std::string out;
+};
 
-// Trains a decoder-only and an encoder-decoder model of the toy task `flags` describe into
-// dir/decoder and dir/seq2seq (a test failure when training fails): the checkpoints a suite of
-// command tests reads, toy_checkpoint(dir, "decoder").
-void train_toy_models(const TempDir& dir, const std::vector<std::string>& flags);
-std::string toy_checkpoint(const TempDir& dir, const std::string& model);
+// The run of `gradlab train <train_args> --out DIR`, trained once per build of the gradlab
+// binary and then kept for every test process that asks for the same arguments: ctest
+// runs each test in a process of its own, so a suite that trained its models in SetUpTestSuite
+// trained them again for each of its tests (seconds each under the sanitizers). DIR is under
+// the binary's directory (shared-runs/), named by the arguments and the binary's size and time;
+// the first process trains while the others wait on a file lock. A test failure when training
+// fails. Tests only read what is in it.
+SharedRun shared_run(const std::vector<std::string>& train_args);
+
+// The path of a file holding `text`, in the same directory, written once: the data of shared
+// runs. Named by `name` and the text.
+std::string shared_file(const std::string& name, const std::string& text);
+
+// kTinyText repeated (a shared file), and the smallest character-level language model (context
+// 8) trained on it: its best checkpoint (a shared run).
+std::string tiny_text_data();
+std::string tiny_text_model();
+
+// The best checkpoint of a decoder-only ("decoder") or encoder-decoder ("seq2seq") model of the
+// toy task `flags` describe (a shared run): the checkpoints a suite of command tests reads.
+std::string toy_checkpoint(const std::vector<std::string>& flags, const std::string& model);
 
 // What an error message must name: none, one or several parts.
 struct Named {

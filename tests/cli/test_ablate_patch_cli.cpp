@@ -26,41 +26,17 @@ const std::vector<std::string> kModel = {
 
 class AblatePatchCliTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = std::make_unique<TempDir>();
-    train_toy_models(*dir_, kModel);
-    std::ofstream text(dir_->file("text.txt"));
-    for (int i = 0; i < 40; ++i) text << kTinyText;
-    text.close();
-    const CommandResult r = run_gradlab({"train",
-                                         "--task",
-                                         "text",
-                                         "--data",
-                                         dir_->file("text.txt"),
-                                         "--context",
-                                         "12",
-                                         "--d-model",
-                                         "16",
-                                         "--heads",
-                                         "2",
-                                         "--layers",
-                                         "1",
-                                         "--d-ff",
-                                         "16",
-                                         "--steps",
-                                         "150",
-                                         "--eval-iters",
-                                         "4",
-                                         "--out",
-                                         (dir_->path() / "text").string()});
-    ASSERT_EQ(r.exit_code, 0) << r.describe();
+  // The toy models, or "text": a one-layer character model of kTinyText (context 12).
+  static std::string checkpoint(const std::string& model) {
+    if (model != "text") return toy_checkpoint(kModel, model);
+    return (shared_run({"train", "--task", "text", "--data", tiny_text_data(), "--context", "12",
+                        "--d-model", "16", "--heads", "2", "--layers", "1", "--d-ff", "16",
+                        "--steps", "150", "--eval-iters", "4"})
+                .dir /
+            "best.h5")
+        .string();
   }
-  static void TearDownTestSuite() { dir_.reset(); }
-  static std::string checkpoint(const std::string& model) { return toy_checkpoint(*dir_, model); }
-  static std::unique_ptr<TempDir> dir_;
 };
-
-std::unique_ptr<TempDir> AblatePatchCliTest::dir_;
 
 // The CSV's rows as fields.
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {

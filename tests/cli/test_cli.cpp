@@ -34,6 +34,7 @@ using testing::read_floats;
 using testing::read_text;
 using testing::run_gradlab;
 using testing::RunOptions;
+using testing::shared_run;
 using testing::TempDir;
 
 using testing::contains;
@@ -67,31 +68,22 @@ class CliTest : public ::testing::Test {};
 class CliCheckpointTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = std::make_unique<TempDir>();
-    const CommandResult r = run_gradlab(with({"train", "--steps", "200", "--target-accuracy", "0",
-                                              "--out", (dir_->path() / "copy").string()},
-                                             kSmall));
-    ASSERT_EQ(r.exit_code, 0) << r.describe();
-    trained_ = after(r.out, "Checkpoint: ");
-    const CommandResult s = run_gradlab(with({"train", "--model", "seq2seq", "--steps", "2",
-                                              "--out", (dir_->path() / "seq2seq").string()},
-                                             kSmall));
-    ASSERT_EQ(s.exit_code, 0) << s.describe();
-    seq2seq_ = after(s.out, "Checkpoint: ");
+    trained_ =
+        after(shared_run(with({"train", "--steps", "200", "--target-accuracy", "0"}, kSmall)).out,
+              "Checkpoint: ");
+    seq2seq_ = after(shared_run(with({"train", "--model", "seq2seq", "--steps", "2"}, kSmall)).out,
+                     "Checkpoint: ");
   }
-  static void TearDownTestSuite() { dir_.reset(); }
 
   void SetUp() override {
     ASSERT_TRUE(fs::exists(trained_)) << "the shared training run failed";
     ASSERT_TRUE(fs::exists(seq2seq_)) << "the shared seq2seq run failed";
   }
 
-  static std::unique_ptr<TempDir> dir_;
   static std::string trained_;  // copy task, length 4, 200 steps: every held-out answer right
   static std::string seq2seq_;  // copy task, length 4, two steps
 };
 
-std::unique_ptr<TempDir> CliCheckpointTest::dir_;
 std::string CliCheckpointTest::trained_;
 std::string CliCheckpointTest::seq2seq_;
 

@@ -138,46 +138,39 @@ void plant_induction_circuit(train::CheckpointData& data, int64_t key_slot_shift
 
 class HeadsCliTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = std::make_unique<TempDir>();
-    train_toy_models(*dir_, kModel);
+  // The toy models, or "text": a one-layer character model of two sentences (context 16).
+  static std::string checkpoint(const std::string& model) {
+    if (model != "text") return toy_checkpoint(kModel, model);
     std::string text;
     for (int i = 0; i < 300; ++i) text += (i % 3 ? "the cat sat. " : "a dog ran! ");
-    const std::string data = dir_->file("text.txt");
-    std::ofstream(data) << text;
-    const CommandResult r = run_gradlab({"train",
-                                         "--task",
-                                         "text",
-                                         "--data",
-                                         data,
-                                         "--context",
-                                         "16",
-                                         "--d-model",
-                                         "16",
-                                         "--heads",
-                                         "2",
-                                         "--layers",
-                                         "1",
-                                         "--d-ff",
-                                         "16",
-                                         "--batch-size",
-                                         "4",
-                                         "--steps",
-                                         "4",
-                                         "--eval-iters",
-                                         "2",
-                                         "--eval-every",
-                                         "2",
-                                         "--out",
-                                         dir_->file("text")});
-    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    return (shared_run({"train",
+                        "--task",
+                        "text",
+                        "--data",
+                        shared_file("cat-dog.txt", text),
+                        "--context",
+                        "16",
+                        "--d-model",
+                        "16",
+                        "--heads",
+                        "2",
+                        "--layers",
+                        "1",
+                        "--d-ff",
+                        "16",
+                        "--batch-size",
+                        "4",
+                        "--steps",
+                        "4",
+                        "--eval-iters",
+                        "2",
+                        "--eval-every",
+                        "2"})
+                .dir /
+            "best.h5")
+        .string();
   }
-  static void TearDownTestSuite() { dir_.reset(); }
-  static std::string checkpoint(const std::string& model) { return toy_checkpoint(*dir_, model); }
-  static std::unique_ptr<TempDir> dir_;
 };
-
-std::unique_ptr<TempDir> HeadsCliTest::dir_;
 
 // A score dataset [L, H] as rows.
 std::vector<std::vector<double>> read_scores(const H5::H5File& file, const std::string& name) {

@@ -44,21 +44,10 @@ const std::vector<std::string> kModel = {"--length",
 
 class HooksCliTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = std::make_unique<TempDir>();
-    train_toy_models(*dir_, kModel);
-    text_checkpoint_ = tiny_text_model(*dir_);
-  }
-  static void TearDownTestSuite() { dir_.reset(); }
   static std::string checkpoint(const std::string& model) {
-    return model == "text" ? text_checkpoint_ : (dir_->path() / model / "best.h5").string();
+    return model == "text" ? tiny_text_model() : toy_checkpoint(kModel, model);
   }
-  static std::string text_checkpoint_;
-  static std::unique_ptr<TempDir> dir_;
 };
-
-std::unique_ptr<TempDir> HooksCliTest::dir_;
-std::string HooksCliTest::text_checkpoint_;
 
 // The char tokenizer's ids of ASCII text: each character's rank among kTinyText's distinct ones.
 std::vector<int64_t> tiny_text_tokens(const std::string& text) {

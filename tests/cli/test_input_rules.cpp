@@ -47,8 +47,8 @@ class InputRules : public ::testing::Test {
     const CommandResult r = run_gradlab(with({"train", "--out", dir_->file("copy")}, kTiny));
     ASSERT_EQ(r.exit_code, 0) << r.describe();
     toy_ = dir_->file("copy") + "/step-000002.h5";
-    text_ = testing::tiny_text_model(*dir_);
-    text_file_ = dir_->file("tiny-text.txt");
+    text_ = testing::tiny_text_model();
+    text_file_ = testing::tiny_text_data();
   }
   static void TearDownTestSuite() { dir_.reset(); }
   void SetUp() override {

@@ -20,26 +20,15 @@ namespace fs = std::filesystem;
 
 class LensCliTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = std::make_unique<TempDir>();
-    train_toy_models(*dir_, kTiny);
-    text_checkpoint_ = tiny_text_model(*dir_);
-  }
-  static void TearDownTestSuite() { dir_.reset(); }
   static std::string checkpoint(const std::string& model) {
-    return model == "text" ? text_checkpoint_ : toy_checkpoint(*dir_, model);
+    return model == "text" ? tiny_text_model() : toy_checkpoint(kTiny, model);
   }
   // The prompt flag and its value for the model.
   static std::vector<std::string> prompt_of(const std::string& model) {
     return model == "text" ? std::vector<std::string>{"--prompt", "the cat"}
                            : std::vector<std::string>{"--input", "2 1"};
   }
-  static std::unique_ptr<TempDir> dir_;
-  static std::string text_checkpoint_;
 };
-
-std::unique_ptr<TempDir> LensCliTest::dir_;
-std::string LensCliTest::text_checkpoint_;
 
 TEST_F(LensCliTest, TheLastLayerIsTheSoftmaxOfTheModelsLogits) {
   TempDir tmp;

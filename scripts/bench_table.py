@@ -256,7 +256,10 @@ class Runner:
         return env
 
     def engines(self):
-        return ["gradlab"] + (["as-is", "tuned"] if self.have_torch else [])
+        if not self.have_torch:
+            return ["gradlab"]
+        return ["gradlab"] + (["as-is", "tuned"] if self.args.torch_env == "both"
+                              else [self.args.torch_env])
 
     def gbench_once(self, engine, key, threads):
         binary = self.gradlab_bench if engine == "gradlab" else self.torch_bench
@@ -601,6 +604,9 @@ def main():
     p.add_argument("--torch-ld-path", default="",
                    help="directory prepended to LD_LIBRARY_PATH for libtorch (its BLAS)")
     p.add_argument("--no-torch", action="store_true", help="run the gradlab side only")
+    p.add_argument("--torch-env", choices=["both", "tuned", "as-is"], default="both",
+                   help="the libtorch/PyTorch environments to run (default both; the table quotes "
+                        "the faster of those run)")
     p.add_argument("--lm-data", help="the text of the language-model workload (none: skipped)")
     p.add_argument("--lm-config", default="configs/char.ini",
                    help="its configuration (default configs/char.ini)")
@@ -694,6 +700,7 @@ def run_all(args, runner):
             "load_start": load_start, "load_end": loadavg(), "have_torch": runner.have_torch,
             "probe": runner.probe, "tuned_env": getattr(runner, "tuned_settings", {}),
             "reps": args.reps, "copy_reps": args.copy_reps, "isa": args.isa,
+            "torch_env": args.torch_env,
             "research_reps": args.research_reps,
             "gradlab_isa": runner.gradlab_isa(),
             "torch_isa_env": AVX2_TORCH_ENV if args.isa == "avx2" else {}}

@@ -762,7 +762,9 @@ def render(meta, results):
             "- libtorch environments: as-is = the environment unchanged; tuned = "
             + ", ".join(f"`{k}={v}`" for k, v in tuned.items())
             + ("" if "OPENBLAS_CORETYPE" in tuned else ", `OPENBLAS_CORETYPE` unset")
-            + ". The table quotes the faster (column *libtorch env*).",
+            + (". The table quotes the faster (column *libtorch env*)."
+               if meta.get("torch_env", "both") == "both"
+               else f". Only {meta['torch_env']} ran (`--torch-env {meta['torch_env']}`)."),
         ]
     section += [
         f"- {meta['reps']} process runs per engine and workload ({meta['copy_reps']} for the "

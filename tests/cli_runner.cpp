@@ -213,7 +213,7 @@ std::string read_text(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-namespace {
+namespace cli_runner {
 
 const std::filesystem::path& shared_runs_root() {
   static const std::filesystem::path root = [] {
@@ -248,7 +248,7 @@ class FileLock {
   int fd_;
 };
 
-}  // namespace
+}  // namespace cli_runner
 
 SharedRun shared_run(const std::vector<std::string>& train_args) {
   namespace fs = std::filesystem;
@@ -260,9 +260,10 @@ SharedRun shared_run(const std::vector<std::string>& train_args) {
   for (const std::string& arg : train_args) {
     key = train::fingerprint(arg.data(), arg.size() + 1, key);  // the '\0' parts the arguments
   }
-  const fs::path run = shared_runs_root() / hex(key);
-  const FileLock lock(shared_runs_root() / (hex(key) + ".lock"));
-  const fs::path done = shared_runs_root() / (hex(key) + ".done");
+  const fs::path run = cli_runner::shared_runs_root() / cli_runner::hex(key);
+  const cli_runner::FileLock lock(cli_runner::shared_runs_root() /
+                                  (cli_runner::hex(key) + ".lock"));
+  const fs::path done = cli_runner::shared_runs_root() / (cli_runner::hex(key) + ".done");
   if (fs::exists(done)) return {run, read_text(done)};
   fs::remove_all(run);  // what a failed attempt left
   std::vector<std::string> args = train_args;
@@ -275,8 +276,9 @@ SharedRun shared_run(const std::vector<std::string>& train_args) {
 
 std::string shared_file(const std::string& name, const std::string& text) {
   const std::filesystem::path path =
-      shared_runs_root() / (hex(train::fingerprint(text.data(), text.size())) + "-" + name);
-  const FileLock lock(path.string() + ".lock");
+      cli_runner::shared_runs_root() /
+      (cli_runner::hex(train::fingerprint(text.data(), text.size())) + "-" + name);
+  const cli_runner::FileLock lock(path.string() + ".lock");
   if (!std::filesystem::exists(path)) {
     const std::string part = path.string() + ".part";
     std::ofstream(part, std::ios::binary) << text;

@@ -2,7 +2,9 @@
 // one place where allocation policy (alignment, reuse) is decided.
 //
 // Buffers are recycled through a pool keyed by (rounded) size: a training step allocates the
-// same sizes every step, so after the first step every buffer comes from the pool. Fresh
+// same sizes every step, so after the first step every buffer comes from the pool; a thread is
+// given back a buffer it freed itself when one is among a size's most recently freed, so that
+// threads training batch shares each keep to buffers their own core's cache holds. Fresh
 // memory is expensive here: the kernel faults in every new page (about 10 us per 4 KiB on
 // the machines this was tuned on), and glibc returns large blocks to the system on free.
 #pragma once

@@ -2,6 +2,8 @@
 // buffers (every tensor comes from the pool).
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "autograd/storage.h"
@@ -41,6 +43,22 @@ TEST(StoragePool, PartialReleaseGivesBackTheLargestBuffersFirst) {
   EXPECT_EQ(storage_stats().reused, before.reused + 1);
   EXPECT_EQ(release_cached_storage(), kSmall);
   EXPECT_EQ(release_cached_storage(1), 0u);
+}
+
+// Two threads training batch shares: a buffer freed on the other core would first have to come
+// out of that core's cache.
+TEST(StoragePool, AThreadIsGivenBackABufferItFreedItselfBeforeAMoreRecentOneOfAnother) {
+  release_cached_storage();
+  constexpr size_t kBytes = 12347 * 4;
+  void* own = nullptr;
+  auto others = std::make_unique<Storage>(kBytes);
+  {
+    const Storage mine(kBytes);
+    own = mine.data();
+  }
+  std::thread([&] { others.reset(); }).join();  // the most recently freed, by another thread
+  const Storage again(kBytes);
+  EXPECT_EQ(again.data(), own);
 }
 
 TEST(StoragePool, SteadyStateTrainingStepAllocatesNoTensorStorage) {

@@ -8,9 +8,20 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "autograd/threads.h"
 #include "nn/module.h"
 
 namespace gradlab::testing {
+
+// The calling thread's op threads (set_threads) for a scope, restored at its end.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int count) : saved_(threads()) { set_threads(count); }
+  ~ThreadCount() { set_threads(saved_); }
+
+ private:
+  int saved_;
+};
 
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

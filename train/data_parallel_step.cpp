@@ -6,9 +6,9 @@
 #include <array>
 #include <chrono>
 #include <span>
+#include <type_traits>
 
 #include "autograd/graph.h"
-#include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
 #include "nn/layers.h"
 #include "train/batch_rows.h"
@@ -31,15 +31,66 @@ bool exclusive(const Tensor& t) {
   return t.node().use_count() == 1 && t.node()->storage.use_count() == 1;
 }
 
-// sum + grad, written into sum's buffer when nothing else holds it (the gradient a share's pass
-// made for this parameter alone, as a rule): the same values as a new tensor, without one.
-Tensor add_gradient(Tensor sum, const Tensor& grad) {
-  if (!grad.defined()) return sum;
-  if (!sum.defined()) return grad;
-  if (!exclusive(sum) || sum.dtype() != DType::Float32) return sum + grad;
-  float* s = sum.mutable_data<float>();
-  kernels::zip(s, grad.data<float>(), s, sum.numel(), [](float a, float b) { return a + b; });
-  return sum;
+// One parameter's gradient as the sum of terms (a gradient it held before the step, then the
+// shares' in share order), added element by element into out.
+template <class T>
+struct GradientSum {
+  T* out;
+  std::array<const T*, kBatchShares + 1> terms;
+  size_t count;
+  int64_t n;
+};
+
+template <class T>
+void add_part(const GradientSum<T>& sum, int64_t part) {
+  const auto [begin, end] = parameter_part(sum.n, part);
+  for (int64_t i = begin; i < end; ++i) sum.out[i] = sum.terms[0][i] + sum.terms[1][i];
+  for (size_t k = 2; k < sum.count; ++k) {
+    for (int64_t i = begin; i < end; ++i) sum.out[i] += sum.terms[k][i];
+  }
+}
+
+// Every parameter's gradient: the one it held, plus the shares' (taken out of `gradients`),
+// summed part by part (share_threads.h).
+void sum_shares(std::vector<Tensor> params, std::vector<LeafGradients>& gradients) {
+  // In share order, whichever thread computed which: the same sums on any number of threads.
+  // The sum goes into the first term's buffer when nothing else holds it (a share's gradient for
+  // this parameter alone, as a rule), else into a new one; `terms` keeps the others alive.
+  std::vector<Tensor> terms;
+  std::vector<GradientSum<float>> f32;
+  std::vector<GradientSum<double>> f64;
+  int64_t elements = 0;
+  for (Tensor& p : params) {
+    std::array<Tensor, kBatchShares + 1> own;
+    size_t count = 0;
+    if (p.grad().defined()) own[count++] = p.grad();
+    for (LeafGradients& share : gradients) {
+      Tensor grad = share.take(p);
+      if (grad.defined()) own[count++] = std::move(grad);
+    }
+    if (count == 0) continue;
+    if (count == 1) {
+      p.set_grad(exclusive(own[0]) ? own[0] : own[0].clone());
+      continue;
+    }
+    Tensor sum = exclusive(own[0]) ? own[0] : Tensor::empty(p.shape(), p.dtype());
+    dispatch(p.dtype(), [&]<class T>() {
+      GradientSum<T> s{sum.mutable_data<T>(), {}, count, p.numel()};
+      for (size_t k = 0; k < count; ++k) s.terms[k] = own[k].data<T>();
+      if constexpr (std::is_same_v<T, float>) {
+        f32.push_back(s);
+      } else {
+        f64.push_back(s);
+      }
+    });
+    for (size_t k = 0; k < count; ++k) terms.push_back(std::move(own[k]));
+    p.set_grad(sum);
+    elements += p.numel();
+  }
+  for_parameter_parts(elements, [&](int64_t part) {
+    for (const auto& sum : f32) add_part(sum, part);
+    for (const auto& sum : f64) add_part(sum, part);
+  });
 }
 
 uint64_t hash_tensors(const std::vector<nn::NamedTensor>& tensors, uint64_t hash) {
@@ -98,17 +149,7 @@ void Trainer::backward_shares(const nn::SequenceBatch& batch, StepResult& result
   // In share order, whichever thread computed which: the same sums on any number of threads.
   double loss_part = 0;
   for (double loss : losses) loss_part += loss;
-  // Each parameter's sum is a piece of work of its own: the threads take every other one.
-  std::vector<Tensor> params = model_->parameters();
-  const auto teams = static_cast<size_t>(shares);
-  run_pieces(shares, [&](int64_t team) {
-    for (size_t i = static_cast<size_t>(team); i < params.size(); i += teams) {
-      Tensor sum = params[i].grad();
-      for (LeafGradients& share : gradients)
-        sum = add_gradient(std::move(sum), share.take(params[i]));
-      if (sum.defined()) params[i].set_grad(exclusive(sum) ? sum : sum.clone());
-    }
-  });
+  sum_shares(model_->parameters(), gradients);
   if (group_->size() > 1) {
     const auto start = std::chrono::steady_clock::now();
     sum_gradients();

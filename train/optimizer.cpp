@@ -11,12 +11,11 @@
 //    missed a step for lack of a gradient.
 // The hot loops run over the contiguous data in the parameters' own dtype (float32 or float64)
 // and allocate nothing; one parallel region updates every parameter, the threads sharing each
-// one's elements.
+// one's elements as the step's other loops over them do (train/share_threads.h).
 #include "train/optimizer.h"
 
-#include <omp.h>
-
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -29,6 +28,7 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/optimizer.h"
 #include "autograd/kinds.h"
+#include "train/share_threads.h"
 
 namespace gradlab::train {
 namespace {
@@ -81,29 +81,25 @@ struct Updates {
     }
   }
 
-  // run_part(update, begin, end) over every update's elements. One parallel region for all
-  // parameters (most are below the size at which a parallel loop each would pay): each thread
-  // takes its share of every parameter. Every element is updated by one thread alone, so the
-  // results do not depend on the thread count.
+  // run_part(update, begin, end) over every update's elements, part by part of each parameter
+  // (for_parameter_parts): one parallel region for all parameters, most of which are below the
+  // size at which a parallel loop each would pay. Every element is updated by one thread alone,
+  // so the results do not depend on the thread count.
   template <class F>
   void run(F run_part) {
     int64_t total = 0;
     for (const auto& u : f32) total += u.n;
     for (const auto& u : f64) total += u.n;
-    // Thread t of count takes the same share of every parameter.
-    auto share = [&](int64_t t, int64_t count) {
+    for_parameter_parts(total, [&](int64_t part) {
       auto of = [&](const auto& updates) {
         for (const auto& u : updates) {
-          const int64_t begin = u.n * t / count, end = u.n * (t + 1) / count;
+          const auto [begin, end] = parameter_part(u.n, part);
           if (begin < end) run_part(u, begin, end);
         }
       };
       of(f32);
       of(f64);
-    };
-    if (!kernels::worth_threads(total > kernels::kParallelThreshold)) return share(0, 1);
-#pragma omp parallel
-    share(omp_get_thread_num(), omp_get_num_threads());
+    });
   }
 
   // Before gathering a step's updates (a check that threw may have left some of the last's).
@@ -330,20 +326,32 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
 // --- Clipping -----------------------------------------------------------------------------
 
 double global_norm(const std::vector<Tensor>& tensors) {
+  // Each part's sums of squares apart, added in tensor and part order afterwards.
+  std::array<std::vector<double>, kParameterParts> squares;
+  int64_t elements = 0;
+  for (const Tensor& t : tensors) elements += t.defined() ? t.numel() : 0;
+  for_parameter_parts(elements, [&](int64_t part) {
+    std::vector<double>& sums = squares[static_cast<size_t>(part)];
+    sums.assign(tensors.size(), 0.0);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor& t = tensors[i];
+      if (!t.defined()) continue;
+      dispatch(t.dtype(), [&]<class T>() {
+        const T* x = t.data<T>();
+        const auto [begin, end] = parameter_part(t.numel(), part);
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = begin; j < end; ++j) {
+          const double v = static_cast<double>(x[j]);
+          sum += v * v;
+        }
+        sums[i] = sum;
+      });
+    }
+  });
   double sum_squares = 0.0;
-  for (const Tensor& t : tensors) {
-    if (!t.defined()) continue;
-    dispatch(t.dtype(), [&]<class T>() {
-      const T* x = t.data<T>();
-      const int64_t n = t.numel();
-      double squares = 0.0;
-#pragma omp simd reduction(+ : squares)
-      for (int64_t i = 0; i < n; ++i) {
-        const double v = static_cast<double>(x[i]);
-        squares += v * v;
-      }
-      sum_squares += squares;
-    });
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (const std::vector<double>& sums : squares) sum_squares += sums[i];
   }
   return std::sqrt(sum_squares);
 }
@@ -360,16 +368,25 @@ double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
   // the gradients alone (torch would fill them with NaN); the caller sees it in the result.
   const double coef = max_norm / (total + 1e-6);
   if (!(coef < 1.0) || !std::isfinite(total)) return total;
-  for (const Tensor& p : parameters) {
-    Tensor grad = p.grad();
-    if (!grad.defined()) continue;
-    dispatch(grad.dtype(), [&]<class T>() {
-      T* g = grad.mutable_data<T>();
-      const T c = static_cast<T>(coef);
-      const int64_t n = grad.numel();
-      for (int64_t i = 0; i < n; ++i) g[i] *= c;
-    });
+  // The pointers are taken here, on this thread: mutable_data marks each gradient written once.
+  std::vector<void*> values(grads.size(), nullptr);
+  int64_t elements = 0;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    dispatch(grads[i].dtype(), [&]<class T>() { values[i] = grads[i].mutable_data<T>(); });
+    elements += grads[i].numel();
   }
+  for_parameter_parts(elements, [&](int64_t part) {
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!values[i]) continue;
+      dispatch(grads[i].dtype(), [&]<class T>() {
+        T* g = static_cast<T*>(values[i]);
+        const T c = static_cast<T>(coef);
+        const auto [begin, end] = parameter_part(grads[i].numel(), part);
+        for (int64_t j = begin; j < end; ++j) g[j] *= c;
+      });
+    }
+  });
   return total;
 }
 

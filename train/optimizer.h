@@ -72,8 +72,9 @@ class Optimizer {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
                                           std::vector<nn::NamedTensor> params);
 
-// The 2-norm of all the elements of tensors together (undefined ones skipped), summed in double;
-// NaN or infinite if any element is.
+// The 2-norm of all the elements of tensors together (undefined ones skipped), summed in double
+// part by part (train/share_threads.h), in the same order on any number of threads; NaN or
+// infinite if any element is.
 double global_norm(const std::vector<Tensor>& tensors);
 
 // Scales all gradients so that their global L2 norm is at most max_norm (as

@@ -5,6 +5,7 @@
 #include <exception>
 #include <vector>
 
+#include "autograd/kernels/elementwise.h"
 #include "autograd/threads.h"
 #include "nn/hooks.h"
 
@@ -32,6 +33,14 @@ void run_pieces(int64_t count, const std::function<void(int64_t piece)>& piece) 
   for (const std::exception_ptr& error : errors) {
     if (error) std::rethrow_exception(error);
   }
+}
+
+void for_parameter_parts(int64_t elements, const std::function<void(int64_t part)>& part) {
+  if (kernels::worth_threads(elements > kernels::kParallelThreshold)) {
+    run_pieces(kParameterParts, part);
+    return;
+  }
+  for (int64_t p = 0; p < kParameterParts; ++p) part(p);
 }
 
 }  // namespace gradlab::train

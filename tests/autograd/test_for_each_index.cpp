@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "autograd/kernels/elementwise.h"
-#include "autograd/threads.h"
+#include "tests/test_helpers.h"
 
 namespace gradlab::kernels {
 namespace test_for_each_index {
+
+using testing::ThreadCount;
 
 // For each index: how many times the body ran it, and the OpenMP nesting level it ran at.
 struct Visits {
@@ -25,16 +27,6 @@ struct Visits {
       level[static_cast<size_t>(i)] = omp_get_level();
     });
   }
-};
-
-// Restores the calling thread's count.
-class ThreadCount {
- public:
-  explicit ThreadCount(int count) : saved_(threads()) { set_threads(count); }
-  ~ThreadCount() { set_threads(saved_); }
-
- private:
-  int saved_;
 };
 
 TEST(ForEachIndex, LargeWorkOnTwoThreadsRunsEveryIndexOnceInARegion) {

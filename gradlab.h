@@ -16,8 +16,9 @@
 //   train/fingerprint.h       the check that a training group's processes agree
 //   train/share_threads.h     how a step's shares and an evaluation's chunks take the threads
 //   train/stop_signals.h      the signal flag behind LoopPolicy::stop_on_signal
-//   train/io/atomic_file.h    how a checkpoint replaces a file
-//   train/io/hdf5_checksum.h  HDF5's metadata checksum, for the checkpoint reader
+//   io/atomic_file.h          how a checkpoint replaces a file
+//   io/attribute_value.h      the scalar attribute type behind train::ConfigValue
+//   io/hdf5_checksum.h        HDF5's metadata checksum, for the checkpoint reader
 #pragma once
 
 #include "autograd/attention.h"
@@ -35,23 +36,23 @@
 #include "data/task.h"
 #include "data/tasks.h"
 #include "data/text_task.h"
+#include "interp/ablation.h"
+#include "interp/attention_file.h"
+#include "interp/head_scores.h"
+#include "interp/logit_lens.h"
+#include "interp/patching.h"
 #include "nn/attention.h"
 #include "nn/generate.h"
-#include "nn/head_scores.h"
 #include "nn/hooks.h"
 #include "nn/initialisation.h"
 #include "nn/layers.h"
-#include "nn/logit_lens.h"
 #include "nn/models.h"
 #include "nn/module.h"
-#include "nn/patching.h"
 #include "nn/sequence_model.h"
 #include "nn/transformer.h"
-#include "train/ablation.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/fit.h"
-#include "train/io/attention_file.h"
 #include "train/io/run_directory.h"
 #include "train/io/run_directory_claim.h"
 #include "train/memory.h"

@@ -5,16 +5,17 @@
 # Every path in the package is relative to the prefix, so an installed tree can be moved.
 include(CMakePackageConfigHelpers)
 
-# train/io/hdf5/ is the checkpoint code's inside: its headers include HDF5's, which an installed
-# gradlab does not need.
-install(DIRECTORY autograd nn data train
+# io/hdf5/ and train/io/checkpoint_* are the file code's inside: their headers include HDF5's,
+# which an installed gradlab does not need.
+install(DIRECTORY autograd nn data io train interp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gradlab
   FILES_MATCHING PATTERN "*.h"
-  PATTERN cli EXCLUDE
-  PATTERN hdf5 EXCLUDE)
+  PATTERN hdf5 EXCLUDE
+  PATTERN checkpoint_sections.h EXCLUDE
+  PATTERN checkpoint_checks.h EXCLUDE)
 install(FILES gradlab.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gradlab)
 
-install(TARGETS gradlab_autograd gradlab_nn gradlab_data gradlab_train
+install(TARGETS gradlab_autograd gradlab_nn gradlab_data gradlab_io gradlab_train gradlab_interp
   gradlab_library
   EXPORT gradlabTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

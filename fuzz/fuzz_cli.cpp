@@ -1,5 +1,5 @@
 // libFuzzer target: the command-line parsing of every gradlab subcommand, through the parse-only
-// entry points of train/cli/commands.h (parse_train, parse_eval, ...), which validate exactly what
+// entry points of cli/commands.h (parse_train, parse_eval, ...), which validate exactly what
 // run_<command> validates before it starts its work, and then stop: nothing is trained, loaded
 // or written.
 //
@@ -33,7 +33,7 @@
 
 #include "autograd/error.h"
 #include "train/checkpoint.h"
-#include "train/cli/commands.h"
+#include "cli/commands.h"
 #include "train/config.h"
 #include "train/trainer.h"
 

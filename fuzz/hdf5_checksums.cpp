@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/io/hdf5_checksum.h"
+#include "io/hdf5_checksum.h"
 
 namespace gradlab::fuzz {
 namespace {
@@ -38,7 +38,7 @@ struct Image {
   // Stores the checksum of [start, at) at `at`; returns whether it fit.
   bool store_checksum(uint64_t start, uint64_t at) {
     if (at < start || !has(at, 4)) return false;
-    const uint32_t sum = train::hdf5_checksum(data + start, at - start);
+    const uint32_t sum = io::hdf5_checksum(data + start, at - start);
     for (int i = 0; i < 4; ++i) data[at + i] = static_cast<uint8_t>(sum >> (8 * i));
     return true;
   }
@@ -134,7 +134,7 @@ bool fix_direct_block(Image& image, uint64_t address, uint64_t block_size, uint6
     return false;
   }
   std::memset(image.data + address + field, 0, 4);
-  const uint32_t sum = train::hdf5_checksum(image.data + address, block_size);
+  const uint32_t sum = io::hdf5_checksum(image.data + address, block_size);
   for (int i = 0; i < 4; ++i)
     image.data[address + field + i] = static_cast<uint8_t>(sum >> (8 * i));
   return true;

@@ -2,7 +2,7 @@
 // past HDF5's checksum verification and the fuzzer reaches the code that decodes and validates
 // the metadata (datatypes, dataspaces, layouts, attributes). Without this, almost every
 // mutation of a gradlab checkpoint (HDF5 1.8 format: every object header is checksummed) ends
-// at "incorrect metadata checksum". The checksum itself is train/io/hdf5_checksum.h.
+// at "incorrect metadata checksum". The checksum itself is io/hdf5_checksum.h.
 //
 // Covered: the version 2/3 superblock, object headers ("OHDR") and their continuation chunks
 // ("OCHK"), fractal heap headers ("FRHP"), their root indirect blocks ("FHIB", direct-block rows

@@ -75,7 +75,7 @@ class SequenceModel : public Module {
   // The residual stream [B, T, C] (of the decoder, for the encoder-decoder) read through the
   // final LayerNorm (if the model has one) and the output head: logits [B, T, V], as forward()
   // computes them from the last block's output, and the logit lens from any block's
-  // (nn/logit_lens.h). LayerNorm normalizes residual with its own statistics. Throws ConfigError by
+  // (interp/logit_lens.h). LayerNorm normalizes residual with its own statistics. Throws ConfigError by
   // default: a model of one's own says how its residual stream becomes logits by overriding this.
   virtual Tensor unembed(const Tensor& residual) const;
   // The mean cross-entropy of forward(batch) over the targets that count.

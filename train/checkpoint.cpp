@@ -1,5 +1,5 @@
 // Checkpoint files (see checkpoint.h and docs/checkpoint-format.md): the public entry points
-// over train/io/hdf5/, where HDF5's C++ API does most of the work and its C API fills the gaps
+// over io/hdf5/, where HDF5's C++ API does most of the work and its C API fills the gaps
 // (creation-order tracking, link iteration and the error stack).
 #include "train/checkpoint.h"
 
@@ -9,12 +9,12 @@
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "autograd/storage.h"
-#include "train/io/atomic_file.h"
-#include "train/io/hdf5/attributes.h"
-#include "train/io/hdf5/checks.h"
-#include "train/io/hdf5/errors.h"
-#include "train/io/hdf5/sections.h"
-#include "train/io/hdf5/writer.h"
+#include "io/atomic_file.h"
+#include "io/hdf5/attributes.h"
+#include "io/hdf5/errors.h"
+#include "io/hdf5/writer.h"
+#include "train/io/checkpoint_checks.h"
+#include "train/io/checkpoint_sections.h"
 
 namespace gradlab::train {
 
@@ -68,7 +68,7 @@ CheckpointImage::CheckpointImage(const std::string& path, const CheckpointData& 
 
 void CheckpointImage::write_to(const std::string& path) const {
   try {
-    replace_file_bytes(path, bytes_.get(), size_);
+    io::replace_file_bytes(path, bytes_.get(), size_);
   } catch (const FileError& e) {
     throw CheckpointError(e.what());
   }

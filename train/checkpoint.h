@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "io/attribute_value.h"
 #include "nn/module.h"
 
 namespace gradlab::train {
@@ -29,7 +30,7 @@ constexpr int64_t kCheckpointVersion = 1;                        // root attribu
 constexpr const char* kModelGroup = "/model";
 constexpr const char* kOptimizerGroup = "/optimizer";
 
-using ConfigValue = std::variant<int64_t, double, std::string>;
+using ConfigValue = io::AttributeValue;
 using ConfigEntry = std::pair<std::string, ConfigValue>;
 
 // The training loop's own state, stored as attributes of /train.

@@ -1,7 +1,7 @@
 // RunConfig: everything that defines a training run (model, task, optimizer, schedule, loop),
 // its validation, and its round trip through a checkpoint's /config attributes and a config
 // file. One table of fields (`config_fields`) names every hyperparameter once; the command line
-// (train/cli/) turns the same table into flags. Defaults are the README's default copy-task run.
+// (cli/) turns the same table into flags. Defaults are the README's default copy-task run.
 #pragma once
 
 #include <initializer_list>

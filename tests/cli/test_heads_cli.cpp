@@ -8,7 +8,7 @@
 #include <fstream>
 #include <memory>
 
-#include "nn/head_scores.h"
+#include "interp/head_scores.h"
 #include "tests/cli_runner.h"
 #include "tests/h5_reading.h"
 #include "tests/test_helpers.h"
@@ -257,7 +257,7 @@ TEST(HeadsCliPlanted, PlantedInductionCircuitScoresAsBuilt) {
   EXPECT_EQ(int_attribute(file, "seed"), 0);
   // The file holds what the library computes on the checkpoint's model.
   const train::LoadedModel loaded = train::load_model(checkpoint);
-  const auto scores = nn::head_scores(*loaded.model, {});
+  const auto scores = interp::head_scores(*loaded.model, {});
   EXPECT_DOUBLE_EQ(scores[1].induction[0], induction[1][0]);
   EXPECT_DOUBLE_EQ(scores[0].previous_token[1], previous[0][1]);
 }

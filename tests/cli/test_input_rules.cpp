@@ -17,7 +17,7 @@
 #include "tests/cli_runner.h"
 #include "tests/test_helpers.h"
 #include "train/checkpoint.h"
-#include "train/cli/commands.h"
+#include "cli/commands.h"
 
 namespace gradlab::train {
 namespace test_input_rules {

@@ -13,7 +13,7 @@
 
 #include "autograd/error.h"
 #include "data/induction_task.h"
-#include "nn/head_scores.h"
+#include "interp/head_scores.h"
 #include "tests/test_helpers.h"
 #include "train/config.h"
 #include "train/fit.h"
@@ -202,7 +202,7 @@ TEST(InductionTraining, ShortRunFormsAnInductionHead) {
   ASSERT_EQ(m.parts.size(), 2u);
   EXPECT_LT(m.parts[1].loss, m.parts[0].loss / 2)
       << "first copy " << m.parts[0].loss << ", second " << m.parts[1].loss;
-  const std::vector<nn::LayerHeadScores> scores = nn::head_scores(trainer.model(), {});
+  const std::vector<interp::LayerHeadScores> scores = interp::head_scores(trainer.model(), {});
   ASSERT_EQ(scores.size(), 2u);
   double best = 0;
   for (const double score : scores[1].induction) best = std::max(best, score);

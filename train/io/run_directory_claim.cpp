@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "autograd/error.h"
-#include "train/io/atomic_file.h"
+#include "io/atomic_file.h"
 #include "train/io/run_directory.h"
 
 namespace gradlab::train {
@@ -44,7 +44,7 @@ void drop_metrics_after(const fs::path& path, int64_t last) {
     const bool row = !step.empty() && step.find_first_not_of("0123456789") == std::string::npos;
     if (!row || std::stoll(step) <= last) kept += line + '\n';
   }
-  replace_file_text(path.string(), kept);
+  io::replace_file_text(path.string(), kept);
 }
 
 }  // namespace
@@ -90,7 +90,7 @@ std::vector<std::string> prepare_run_directory(const std::string& dir,
   for (const std::string& f : claim.replaced) fs::remove(f);
   if (claim.metrics_after >= 0)
     drop_metrics_after(fs::path(dir) / "metrics.csv", claim.metrics_after);
-  return remove_stale_temp_files(dir, is_run_file);
+  return io::remove_stale_temp_files(dir, is_run_file);
 }
 
 }  // namespace gradlab::train

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "io/atomic_file.h"
 #include "tests/cli_runner.h"
 #include "tests/test_helpers.h"
 #include "train/checkpoint.h"
-#include "train/io/atomic_file.h"
 #include "train/io/run_directory.h"
 
 namespace gradlab::train {
@@ -185,7 +185,7 @@ TEST(RunDirectory, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
   const std::string other = tmp.file("notes.tmp-draft");
   const std::string users = tmp.file("notes.txt.tmp-" + std::to_string(dead_pid()));
   for (const std::string& f : {dead, live, other, users}) std::ofstream(f) << "x";
-  EXPECT_EQ(remove_stale_temp_files(tmp.path().string(), is_run_file),
+  EXPECT_EQ(io::remove_stale_temp_files(tmp.path().string(), is_run_file),
             std::vector<std::string>{dead});
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_TRUE(fs::exists(live));
@@ -206,18 +206,18 @@ TEST(RunDirectory, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
 TEST(RunDirectory, ReplacedFilesAreWholeOrUntouched) {
   TempDir tmp;
   const std::string path = tmp.file("config.ini");
-  replace_file_text(path, "first\n");
+  io::replace_file_text(path, "first\n");
   EXPECT_EQ(read_text(path), "first\n");
-  EXPECT_THROW(replace_file(path,
-                            [](const std::string& temp) {
-                              std::ofstream(temp) << "half";
-                              throw FileError("disk full");
-                            }),
+  EXPECT_THROW(io::replace_file(path,
+                                [](const std::string& temp) {
+                                  std::ofstream(temp) << "half";
+                                  throw FileError("disk full");
+                                }),
                FileError);
   EXPECT_EQ(read_text(path), "first\n") << "a failed replacement leaves the old file";
   EXPECT_EQ(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()), 1)
       << "and no temporary file";
-  EXPECT_THROW(replace_file_text(tmp.file("no-such-dir/config.ini"), "x"), FileError);
+  EXPECT_THROW(io::replace_file_text(tmp.file("no-such-dir/config.ini"), "x"), FileError);
 }
 
 TEST(RunDirectory, AttentionOutputReplacesAFileOnlyWithOverwriteAndACheckpointNever) {

@@ -1,0 +1,109 @@
+// `gradlab lens`: the logit lens of one prompt (interp/logit_lens.h): what each layer's residual
+// stream would predict, read through the final LayerNorm and the head, as p(answer) and the top
+// tokens per layer and position, printed and optionally written to HDF5.
+#include <cmath>
+#include <cstdio>
+
+#include "autograd/format.h"
+#include "cli/checkpoint_args.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "interp/attention_file.h"
+#include "interp/logit_lens.h"
+
+namespace gradlab::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kLensCaption =
+    "gradlab lens: the logit lens of one prompt: each layer's residual stream read through the "
+    "final LayerNorm and the head (docs/hooks.md)\nOptions";
+
+struct LensArgs {
+  CheckpointArgs checkpoint{kLensCaption};
+  int64_t top = 3;
+};
+
+int parse_lens_options(const std::vector<std::string>& args, LensArgs& a) {
+  CheckpointArgs& c = a.checkpoint;
+  add_prompt_options(c);
+  c.options.add_options()("top", po::value(&a.top)->default_value(3),
+                          "tokens shown per layer and position, most likely first");
+  if (const int code = parse_with_output(
+          "lens", args, c, "the logit lens",
+          {.help = "also write the lens to this (new) HDF5 file", .required = false});
+      code >= 0) {
+    return code;
+  }
+  if (a.top < 1) return usage_error("lens", "--top must be at least 1", c.options);
+  return -1;
+}
+
+void print_lens(const PromptedRun& run, const nn::SequenceBatch& batch,
+                const interp::LensProbabilities& lens) {
+  std::printf(
+      "the logit lens: each layer's residual stream through ln_f and the head; p(answer) and the "
+      "top %lld tokens\n",
+      static_cast<long long>(lens.top_k));
+  size_t name_width = 0;
+  for (const std::string& layer : lens.layers) name_width = std::max(name_width, layer.size());
+  const int64_t positions = lens.positions;
+  for (int64_t t = 0; t < positions; ++t) {
+    const int64_t target = batch.targets.values[static_cast<size_t>(t)];
+    if (target == nn::kIgnoreTarget) continue;
+    std::printf("position %lld reads %s, answer %s\n", static_cast<long long>(t),
+                shown(run, {batch.inputs.values[static_cast<size_t>(t)]}).c_str(),
+                shown(run, {target}).c_str());
+    for (size_t layer = 0; layer < lens.layers.size(); ++layer) {
+      const size_t row = layer * static_cast<size_t>(positions) + static_cast<size_t>(t);
+      std::printf("  %-*s  p(answer) %.4f  top", static_cast<int>(name_width),
+                  lens.layers[layer].c_str(), lens.target_probability[row]);
+      for (int64_t k = 0; k < lens.top_k; ++k) {
+        const size_t at = row * static_cast<size_t>(lens.top_k) + static_cast<size_t>(k);
+        std::printf("  %s %.4f", shown(run, {lens.top_tokens[at]}).c_str(),
+                    lens.top_probabilities[at]);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+}  // namespace
+
+int parse_lens(const std::vector<std::string>& args) {
+  LensArgs a;
+  return parse_lens_options(args, a);
+}
+
+int run_lens(const std::vector<std::string>& args) {
+  LensArgs a;
+  if (const int code = parse_lens_options(args, a); code >= 0) return code;
+  std::optional<PromptedRun> loaded;
+  if (const int code = load_prompted_run("lens", a.checkpoint, loaded); code >= 0) return code;
+  nn::SequenceModel& model = *loaded->loaded.model;
+  const int64_t vocab = model.config().vocab_size;
+  if (a.top > vocab) {
+    return usage_error("lens",
+                       "--top " + format_number(a.top) + " is more than the model's " +
+                           format_number(vocab) + " tokens",
+                       a.checkpoint.options);
+  }
+  std::vector<int64_t> answer;
+  const nn::SequenceBatch batch = answered_batch(*loaded, answer);
+  std::vector<interp::LensLayer> layers;
+  {
+    nn::EvalScope eval(model);
+    layers = interp::logit_lens(model, batch);
+  }
+  const interp::LensProbabilities lens = interp::lens_probabilities(layers, batch.targets, a.top);
+  print_lens(*loaded, batch, lens);
+  if (!a.checkpoint.out.empty()) {
+    interp::write_lens_file(a.checkpoint.out, batch, answer, lens);
+    std::printf("wrote the lens of %zu layers to %s\n", lens.layers.size(),
+                a.checkpoint.out.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace gradlab::cli

@@ -1,0 +1,230 @@
+// `gradlab patch`: activation patching. The corrupted prompt is run with one point (or one head
+// of it, or one position) taken from the clean prompt's run, and scored by how far that moves
+// the answer's logit difference back: 0 is the corrupted run, 1 the clean one.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "autograd/error.h"
+#include "autograd/threads.h"
+#include "cli/checkpoint_args.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "interp/attention_file.h"
+#include "interp/patching.h"
+
+namespace gradlab::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kPatchCaption =
+    "gradlab patch: activation patching from a clean prompt's run into a corrupted one's "
+    "(docs/hooks.md)\nOptions";
+
+struct PatchArgs {
+  CheckpointArgs checkpoint{kPatchCaption};
+  std::string clean, corrupt;
+  std::vector<std::string> names;
+  bool per_position = false;
+};
+
+const std::vector<std::string> kDefaultNames = {"*hook_resid_pre", "*hook_attn_out",
+                                                "*hook_mlp_out"};
+
+int parse_patch_options(const std::vector<std::string>& args, PatchArgs& a) {
+  a.checkpoint.options.add_options()(
+      "clean", po::value(&a.clean)->required(),
+      "the clean prompt: tokens of the checkpoint's task (as --input of predict), or a language "
+      "model's text (as --prompt of activations)")(
+      "corrupt", po::value(&a.corrupt)->required(),
+      "the corrupted prompt, of the same length, whose answer differs")(
+      "names", po::value(&a.names)->multitoken(),
+      "hook points to patch: names or globs; default '*hook_resid_pre' '*hook_attn_out' "
+      "'*hook_mlp_out' (those the model has); a point with heads (hook_z, hook_q, ...) is patched "
+      "head by head")("per-position", po::bool_switch(&a.per_position),
+                      "patch one position at a time (a point's first position axis)");
+  return parse_with_output(
+      "patch", args, a.checkpoint, "the patching results",
+      {.help = "also write the results to this (new) HDF5 file", .required = false});
+}
+
+// The metric: at every answer position where the two answers differ, the logit of the clean
+// answer's token minus that of the corrupted answer's, summed.
+struct LogitDifference {
+  std::vector<int64_t> positions, clean_tokens, corrupt_tokens;
+
+  double operator()(const Tensor& logits) const {  // [1, T, V]
+    const Tensor values = logits.to(DType::Float64);
+    const double* v = values.data<double>();
+    const int64_t vocabulary = logits.size(2);
+    double total = 0;
+    for (size_t i = 0; i < positions.size(); ++i) {
+      const double* row = v + positions[i] * vocabulary;
+      total += row[clean_tokens[i]] - row[corrupt_tokens[i]];
+    }
+    return total;
+  }
+};
+
+LogitDifference logit_difference(const nn::SequenceBatch& clean, const nn::SequenceBatch& corrupt,
+                                 bool last_position_only) {
+  LogitDifference metric;
+  const size_t positions = clean.targets.values.size();
+  for (size_t t = last_position_only ? positions - 1 : 0; t < positions; ++t) {
+    const int64_t a = clean.targets.values[t], b = corrupt.targets.values[t];
+    if (a == nn::kIgnoreTarget || b == nn::kIgnoreTarget || a == b) continue;
+    metric.positions.push_back(static_cast<int64_t>(t));
+    metric.clean_tokens.push_back(a);
+    metric.corrupt_tokens.push_back(b);
+  }
+  return metric;
+}
+
+std::string row_label(const interp::PatchSite& site) {
+  return site.point + (site.head >= 0 ? " head " + std::to_string(site.head) : "");
+}
+
+// The header of the rows along one position axis: the token each position reads, "clean/corrupt"
+// where the two differ.
+std::vector<std::string> axis_header(const std::string& axis, const interp::PatchingResults& r,
+                                     const PromptedRun& run) {
+  const bool source = axis == "S";
+  const std::vector<int64_t>& clean = source ? r.clean.source.values : r.clean.inputs.values;
+  const std::vector<int64_t>& corrupt = source ? r.corrupt.source.values : r.corrupt.inputs.values;
+  std::vector<std::string> header;
+  for (size_t i = 0; i < clean.size(); ++i) {
+    header.push_back(clean[i] == corrupt[i]
+                         ? shown(run, {clean[i]})
+                         : shown(run, {clean[i]}) + "/" + shown(run, {corrupt[i]}));
+  }
+  return header;
+}
+
+void print_results(const interp::PatchingResults& r, const PromptedRun& run) {
+  size_t width = 5;
+  for (const std::string& row : r.rows) width = std::max(width, row.size());
+  std::string header_axis = "-";
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    if (r.row_axes[i] != header_axis) {
+      header_axis = r.row_axes[i];
+      const std::string caption = header_axis.empty()  ? ""
+                                  : header_axis == "S" ? "source position reads:"
+                                                       : "position reads:";
+      std::printf("%-*s", static_cast<int>(width), caption.c_str());
+      if (header_axis.empty()) {
+        std::printf("  %7s", "all");
+      } else {
+        for (const std::string& token : axis_header(header_axis, r, run)) {
+          std::printf("  %7s", token.c_str());
+        }
+      }
+      std::printf("\n");
+    }
+    std::printf("%-*s", static_cast<int>(width), r.rows[i].c_str());
+    for (const double score : r.scores[i]) std::printf("  %7.3f", score);
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int parse_patch(const std::vector<std::string>& args) {
+  PatchArgs a;
+  return parse_patch_options(args, a);
+}
+
+int run_patch(const std::vector<std::string>& args) {
+  PatchArgs a;
+  if (const int code = parse_patch_options(args, a); code >= 0) return code;
+  CheckpointArgs& c = a.checkpoint;
+  set_threads(static_cast<int>(c.threads));
+  const train::LoadedModel loaded = train::load_model(c.checkpoint);
+  std::optional<PromptedRun> clean_run, corrupt_run;
+  if (const int code = read_prompt("patch", c, loaded, "--clean", a.clean, clean_run); code >= 0) {
+    return code;
+  }
+  if (const int code = read_prompt("patch", c, loaded, "--corrupt", a.corrupt, corrupt_run);
+      code >= 0) {
+    return code;
+  }
+  nn::SequenceModel& model = *clean_run->loaded.model;
+  interp::PatchingResults results;
+  results.clean = answered_batch(*clean_run, results.clean_answer);
+  results.corrupt = answered_batch(*corrupt_run, results.corrupt_answer);
+  if (results.clean.inputs.shape != results.corrupt.inputs.shape ||
+      results.clean.source.shape != results.corrupt.source.shape) {
+    return usage_error("patch",
+                       "--clean has " + std::to_string(clean_run->prompt.size()) +
+                           " tokens and --corrupt " + std::to_string(corrupt_run->prompt.size()) +
+                           ": patching needs prompts of the same length",
+                       c.options);
+  }
+  const LogitDifference metric =
+      logit_difference(results.clean, results.corrupt, clean_run->text());
+  if (metric.positions.empty()) {
+    return usage_error("patch",
+                       "the model answers both prompts alike (" +
+                           shown(*clean_run, results.clean_answer) +
+                           "): the corrupted prompt must change the answer",
+                       c.options);
+  }
+  const std::vector<nn::HookPointInfo> points = nn::hook_points(model, results.corrupt);
+  std::vector<std::string> patterns = a.names;
+  if (patterns.empty()) {
+    // An attention-only model has no hook_mlp_out: the defaults are the points it has.
+    for (const std::string& name : kDefaultNames) {
+      const nn::HookFilter filter(name);
+      if (std::any_of(points.begin(), points.end(),
+                      [&](const nn::HookPointInfo& p) { return filter.matches(p.name); })) {
+        patterns.push_back(name);
+      }
+    }
+  }
+  std::optional<nn::HookFilter> filter;
+  try {
+    filter = nn::any_of_points(points, patterns, "--names");
+  } catch (const ConfigError& e) {
+    return usage_error("patch", e.what(), c.options);
+  }
+  const std::vector<interp::PatchSite> sites = interp::patch_sites(points, *filter, a.per_position);
+  interp::PatchedMetrics differences;
+  {
+    nn::EvalScope eval(model);
+    differences = interp::patch_each(model, results.clean, results.corrupt, sites, metric);
+  }
+  results.clean_difference = differences.clean;
+  results.corrupt_difference = differences.corrupt;
+  const double span = results.clean_difference - results.corrupt_difference;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const std::string label = row_label(sites[i]);
+    if (results.rows.empty() || results.rows.back() != label) {
+      const auto point = std::find_if(points.begin(), points.end(), [&](const auto& info) {
+        return info.name == sites[i].point;
+      });
+      results.rows.push_back(label);
+      results.row_axes.push_back(sites[i].position < 0                  ? ""
+                                 : interp::positions_are_source(*point) ? "S"
+                                                                        : "T");
+      results.scores.emplace_back();
+    }
+    results.scores.back().push_back((differences.patched[i] - differences.corrupt) / span);
+  }
+  std::printf(
+      "clean %s -> %s; corrupted %s -> %s\nlogit difference (clean answer's logit minus the "
+      "corrupted answer's, summed over the %zu answer positions where they differ): clean %.4f, "
+      "corrupted %.4f\npatched from the clean run (0: the corrupted run, 1: the clean run):\n",
+      shown(*clean_run, clean_run->prompt).c_str(), shown(*clean_run, results.clean_answer).c_str(),
+      shown(*corrupt_run, corrupt_run->prompt).c_str(),
+      shown(*corrupt_run, results.corrupt_answer).c_str(), metric.positions.size(),
+      results.clean_difference, results.corrupt_difference);
+  print_results(results, *clean_run);
+  if (!c.out.empty()) {
+    interp::write_patching_file(c.out, results);
+    std::printf("wrote %zu rows to %s\n", results.rows.size(), c.out.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace gradlab::cli

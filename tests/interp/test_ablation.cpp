@@ -1,0 +1,173 @@
+// Ablation of every head and feed-forward sublayer (interp/ablation.h) against what it must equal:
+// zeroing a head's z is zeroing its columns of W_O, zeroing a feed-forward sublayer's output is
+// zeroing its second Linear, and the mean over a held-out set of one sequence is that sequence.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "interp/ablation.h"
+#include "tests/train/small_run.h"
+
+namespace gradlab::testing {
+namespace test_ablation {
+
+train::RunConfig trained_config(const std::string& model, int64_t eval_size = 64) {
+  train::RunConfig c;
+  c.model = model;
+  c.task.length = 4;
+  c.net.d_model = 24;
+  c.net.num_heads = 3;
+  c.net.d_ff = 40;
+  c.batch_size = 16;
+  c.eval_size = eval_size;
+  train::finalize(c);
+  return c;
+}
+
+std::unique_ptr<train::Trainer> trained(const train::RunConfig& config, int steps = 40) {
+  auto trainer = std::make_unique<train::Trainer>(config);
+  for (int i = 0; i < steps; ++i) trainer->train_step();
+  return trainer;
+}
+
+// Sets the parameter's elements whose index along its last axis is in [begin, end) to zero.
+void zero_columns(nn::SequenceModel& model, const std::string& name, int64_t begin, int64_t end) {
+  Tensor p = model.parameter(name);
+  const int64_t width = p.size(p.rank() - 1);
+  float* values = p.mutable_data<float>();
+  for (int64_t i = 0; i < p.numel(); ++i) {
+    if (i % width >= begin && i % width < end) values[i] = 0;
+  }
+}
+
+TEST(Ablation, ListsEveryHeadAndFeedForwardSublayerInForwardOrder) {
+  for (const char* model : {"decoder", "seq2seq"}) {
+    auto trainer = trained(trained_config(model), 0);
+    const interp::AblationResults results =
+        interp::ablate_each_part(*trainer, interp::AblationMode::zero);
+    std::vector<std::string> expected;
+    auto attention = [&](const std::string& module) {
+      for (int h = 0; h < 3; ++h) expected.push_back(module + ".hook_z/" + std::to_string(h));
+    };
+    if (std::string(model) == "decoder") {
+      for (const char* block : {"blocks.0", "blocks.1"}) {
+        attention(std::string(block) + ".attn");
+        expected.push_back(std::string(block) + ".hook_mlp_out/-1");
+      }
+    } else {
+      for (const char* block : {"encoder.0", "encoder.1"}) {
+        attention(std::string(block) + ".attn");
+        expected.push_back(std::string(block) + ".hook_mlp_out/-1");
+      }
+      for (const char* block : {"decoder.0", "decoder.1"}) {
+        attention(std::string(block) + ".attn");
+        attention(std::string(block) + ".cross_attn");
+        expected.push_back(std::string(block) + ".hook_mlp_out/-1");
+      }
+    }
+    std::vector<std::string> listed;
+    for (const interp::AblatedPart& part : results.parts) {
+      listed.push_back(part.point + "/" + std::to_string(part.head));
+    }
+    EXPECT_EQ(listed, expected) << model;
+  }
+}
+
+TEST(Ablation, ZeroingAHeadIsZeroingItsColumnsOfTheOutputProjection) {
+  for (const char* model : {"decoder", "seq2seq"}) {
+    const train::RunConfig config = trained_config(model);
+    auto trainer = trained(config);
+    const interp::AblationResults results =
+        interp::ablate_each_part(*trainer, interp::AblationMode::zero);
+    const int64_t head_dim = config.net.d_model / config.net.num_heads;
+    const std::string prefix = std::string(model) == "decoder" ? "blocks." : "decoder.";
+    for (const interp::AblatedPart& part : results.parts) {
+      if (!part.point.starts_with(prefix + "1.")) continue;
+      // The same run, trained alike, with the part removed from the weights instead.
+      auto edited = trained(config);
+      const std::string module = part.point.substr(0, part.point.rfind('.'));
+      if (part.head >= 0) {
+        zero_columns(edited->model(), module + ".out_proj.weight", part.head * head_dim,
+                     (part.head + 1) * head_dim);
+      } else {
+        const std::string block = module;
+        zero_columns(edited->model(), block + ".ffn.fc2.weight", 0, config.net.d_ff);
+        zero_columns(edited->model(), block + ".ffn.fc2.bias", 0, config.net.d_model);
+      }
+      const train::Metrics m = edited->evaluate();
+      EXPECT_NEAR(part.metrics.loss, m.loss, 1e-5 * (1 + m.loss))
+          << model << " " << part.point << " head " << part.head;
+      EXPECT_NEAR(part.metrics.token_accuracy, m.token_accuracy, 1e-9) << part.point;
+      EXPECT_GT(std::abs(part.metrics.loss - results.intact.loss), 1e-6)
+          << part.point << " head " << part.head << ": knocking it out changed nothing";
+    }
+  }
+}
+
+// A set knocked out at once is the set removed from the weights: heads 0 and 2 of a 3-head
+// attention and a feed-forward sublayer of another block, together; a set of one part is that
+// part's cell of the table, in both modes (up to rounding: the mean is read by an evaluation
+// that hooks fewer points, whose attention may take the fused path).
+TEST(Ablation, KnockingOutASetTogetherIsRemovingItFromTheWeights) {
+  for (const char* model : {"decoder", "seq2seq"}) {
+    const train::RunConfig config = trained_config(model);
+    auto trainer = trained(config);
+    const std::string block = std::string(model) == "decoder" ? "blocks." : "decoder.";
+    const std::string attention = block + "1.attn";
+    const std::vector<interp::ModelPart> set{
+        {attention + ".hook_z", 0}, {attention + ".hook_z", 2}, {block + "0.hook_mlp_out", -1}};
+    const train::Metrics together =
+        interp::ablate_together(*trainer, interp::AblationMode::zero, set);
+    auto edited = trained(config);
+    const int64_t head_dim = config.net.d_model / config.net.num_heads;
+    zero_columns(edited->model(), attention + ".out_proj.weight", 0, head_dim);
+    zero_columns(edited->model(), attention + ".out_proj.weight", 2 * head_dim, 3 * head_dim);
+    zero_columns(edited->model(), block + "0.ffn.fc2.weight", 0, config.net.d_ff);
+    zero_columns(edited->model(), block + "0.ffn.fc2.bias", 0, config.net.d_model);
+    const train::Metrics m = edited->evaluate();
+    EXPECT_NEAR(together.loss, m.loss, 1e-5 * (1 + m.loss)) << model;
+    EXPECT_NEAR(together.token_accuracy, m.token_accuracy, 1e-9) << model;
+
+    for (const interp::AblationMode mode :
+         {interp::AblationMode::zero, interp::AblationMode::mean}) {
+      const interp::AblationResults each = interp::ablate_each_part(*trainer, mode);
+      for (const size_t i : {size_t{0}, each.parts.size() - 1}) {
+        const interp::AblatedPart& part = each.parts[i];
+        EXPECT_NEAR(interp::ablate_together(*trainer, mode, {part}).loss, part.metrics.loss,
+                    1e-6 * (1 + part.metrics.loss))
+            << model << " " << part.point << " head " << part.head;
+      }
+    }
+  }
+}
+
+TEST(Ablation, TheMeanOverAHeldOutSetOfOneSequenceIsThatSequence) {
+  for (const char* model : {"decoder", "seq2seq"}) {
+    auto trainer = trained(trained_config(model, 1));
+    const interp::AblationResults results =
+        interp::ablate_each_part(*trainer, interp::AblationMode::mean);
+    ASSERT_FALSE(results.parts.empty());
+    for (const interp::AblatedPart& part : results.parts) {
+      EXPECT_NEAR(part.metrics.loss, results.intact.loss, 1e-5) << model << " " << part.point;
+    }
+  }
+}
+
+TEST(Ablation, MeanAblationKeepsWhatAPartSaysOnAverage) {
+  auto trainer = trained(trained_config("decoder"), 150);
+  const interp::AblationResults zero =
+      interp::ablate_each_part(*trainer, interp::AblationMode::zero);
+  const interp::AblationResults mean =
+      interp::ablate_each_part(*trainer, interp::AblationMode::mean);
+  ASSERT_EQ(zero.parts.size(), mean.parts.size());
+  EXPECT_EQ(zero.intact.loss, mean.intact.loss);
+  double zero_total = 0, mean_total = 0;
+  for (size_t i = 0; i < zero.parts.size(); ++i) {
+    zero_total += zero.parts[i].metrics.loss;
+    mean_total += mean.parts[i].metrics.loss;
+  }
+  EXPECT_LT(mean_total, zero_total) << "a mean keeps the part's constant contribution";
+}
+
+}  // namespace test_ablation
+}  // namespace gradlab::testing

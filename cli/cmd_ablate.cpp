@@ -15,6 +15,7 @@
 #include "cli/options.h"
 #include "interp/ablation.h"
 #include "io/atomic_file.h"
+#include "train/trainer.h"
 
 namespace gradlab::cli {
 namespace {
@@ -58,9 +59,17 @@ int parse_ablate_options(const std::vector<std::string>& args, AblateArgs& a) {
   return -1;
 }
 
+using AblatedPart = interp::AblatedPart<train::Metrics>;
+using AblationResults = interp::AblationResults<train::Metrics>;
+
+// What the ablation scores: the trainer's held-out evaluation.
+interp::HeldOutEvaluation<train::Metrics> heldout_evaluation(train::Trainer& trainer) {
+  return {trainer.model(), trainer.heldout(), [&trainer] { return trainer.evaluate(); }};
+}
+
 // The row of the table a part belongs to: its attention ("blocks.1.attn"), or for a
 // feed-forward sublayer its block's self-attention ("blocks.1.hook_mlp_out" -> "blocks.1.attn").
-std::string table_row(const interp::AblatedPart& part) {
+std::string table_row(const AblatedPart& part) {
   const std::string module = part.point.substr(0, part.point.rfind('.'));
   return part.head >= 0 ? module : module + ".attn";
 }
@@ -103,12 +112,12 @@ std::vector<interp::ModelPart> parts_named(const std::string& entry,
 }
 
 // One table of layers by heads (and ffn) of metric, printed with the intact value.
-void print_table(const char* title, double intact, const interp::AblationResults& results,
+void print_table(const char* title, double intact, const AblationResults& results,
                  const std::function<double(const train::Metrics&)>& metric) {
   std::vector<std::string> rows;
   std::map<std::string, std::map<int64_t, double>> cells;  // row -> head (-1: ffn) -> value
   int64_t heads = 0;
-  for (const interp::AblatedPart& part : results.parts) {
+  for (const AblatedPart& part : results.parts) {
     const std::string row = table_row(part);
     if (!cells.count(row)) rows.push_back(row);
     cells[row][part.head] = metric(part.metrics);
@@ -146,8 +155,8 @@ std::string names_of_parts(const std::vector<interp::ModelPart>& parts) {
   return names;
 }
 
-std::string csv(const interp::AblationResults& results, const train::Metrics& intact,
-                const std::optional<interp::AblatedPart>& together) {
+std::string csv(const AblationResults& results, const train::Metrics& intact,
+                const std::optional<AblatedPart>& together) {
   std::ostringstream out;
   out.precision(9);
   // The losses of the held-out set's parts (induction: the two copies) follow, a column each.
@@ -161,9 +170,9 @@ std::string csv(const interp::AblationResults& results, const train::Metrics& in
   out << "intact,," << intact.loss << ',' << intact.token_accuracy << ',' << intact.exact_match
       << ",0";
   part_losses(intact);
-  std::vector<interp::AblatedPart> rows = results.parts;
+  std::vector<AblatedPart> rows = results.parts;
   if (together) rows.push_back(*together);
-  for (const interp::AblatedPart& part : rows) {
+  for (const AblatedPart& part : rows) {
     const train::Metrics& m = part.metrics;
     out << part.point << ',' << (part.head >= 0 ? std::to_string(part.head) : "") << ',' << m.loss
         << ',' << m.token_accuracy << ',' << m.exact_match << ',' << m.loss - intact.loss;
@@ -194,7 +203,8 @@ int run_ablate(const std::vector<std::string>& args) {
       row_named(interp::ablation_modes(), a.mode, "ablation mode", "--mode: ");
   std::vector<interp::ModelPart> together;
   try {
-    const std::vector<interp::ModelPart> all = interp::model_parts(*run.trainer);
+    const std::vector<interp::ModelPart> all =
+        interp::model_parts(run.trainer->model(), run.trainer->heldout());
     for (const std::string& entry : a.together) {
       for (const interp::ModelPart& part : parts_named(entry, all)) {
         const auto same = [&](const interp::ModelPart& p) {
@@ -206,7 +216,8 @@ int run_ablate(const std::vector<std::string>& args) {
   } catch (const ConfigError& e) {
     return usage_error("ablate", e.what(), a.checkpoint.options);
   }
-  const interp::AblationResults results = interp::ablate_each_part(*run.trainer, mode.id);
+  const AblationResults results =
+      interp::ablate_each_part(heldout_evaluation(*run.trainer), mode.id);
   const train::Metrics& intact = results.intact;
   const bool sequences = task->language_model() == nullptr;  // whole answers to match
   const std::string accuracy = task->accuracy_name();
@@ -228,18 +239,18 @@ int run_ablate(const std::vector<std::string>& args) {
     print_table(title.c_str(), intact.parts[i].loss, results,
                 [i](const train::Metrics& m) { return m.parts[i].loss; });
   }
-  const interp::AblatedPart* most = nullptr;
-  for (const interp::AblatedPart& part : results.parts) {
+  const AblatedPart* most = nullptr;
+  for (const AblatedPart& part : results.parts) {
     if (!most || part.metrics.loss > most->metrics.loss) most = &part;
   }
   if (most) {
     std::printf("\nthe most important part: %s (loss %.4f -> %.4f)\n", part_name(*most).c_str(),
                 intact.loss, most->metrics.loss);
   }
-  std::optional<interp::AblatedPart> set;  // the --together parts, as one row
+  std::optional<AblatedPart> set;  // the --together parts, as one row
   if (!together.empty()) {
-    set = interp::AblatedPart{{"together: " + names_of_parts(together), -1},
-                              interp::ablate_together(*run.trainer, mode.id, together)};
+    set = AblatedPart{{"together: " + names_of_parts(together), -1},
+                      interp::ablate_together(heldout_evaluation(*run.trainer), mode.id, together)};
     const train::Metrics& m = set->metrics;
     std::printf("\nknocked out together: %s\n  loss %.4f -> %.4f, %s %.4f -> %.4f",
                 names_of_parts(together).c_str(), intact.loss, m.loss, accuracy.c_str(),

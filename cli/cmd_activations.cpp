@@ -8,7 +8,7 @@
 #include "cli/checkpoint_args.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "interp/attention_file.h"
+#include "interp/files/activation_file.h"
 #include "nn/hooks.h"
 
 namespace gradlab::cli {

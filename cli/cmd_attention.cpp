@@ -5,7 +5,7 @@
 #include "cli/checkpoint_args.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "interp/attention_file.h"
+#include "interp/files/attention_file.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 

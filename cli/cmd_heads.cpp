@@ -7,7 +7,7 @@
 #include "cli/checkpoint_args.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "interp/attention_file.h"
+#include "interp/files/head_scores_file.h"
 #include "interp/head_scores.h"
 
 namespace gradlab::cli {

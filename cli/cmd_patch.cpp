@@ -11,7 +11,7 @@
 #include "cli/checkpoint_args.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "interp/attention_file.h"
+#include "interp/files/patching_file.h"
 #include "interp/patching.h"
 
 namespace gradlab::cli {

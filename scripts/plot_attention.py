@@ -6,7 +6,7 @@
 
 One row per layer and one column per head; each heatmap has the query positions down the side
 and the key positions along the bottom, labelled with their tokens (the separator 0 as SEP).
-The file (see interp/attention_file.h) holds one float32 dataset [H, Tq, Tk] per layer, named
+The file (see interp/files/attention_file.h) holds one float32 dataset [H, Tq, Tk] per layer, named
 layer_<i> for the decoder-only model and encoder_layer_<i> / decoder_layer_<i> (self-attention)
 and decoder_cross_layer_<i> (cross-attention) for the encoder-decoder, each with int64
 attributes query_tokens [Tq] and key_tokens [Tk] (docs/attention-file.md).

@@ -30,6 +30,13 @@ std::unique_ptr<train::Trainer> trained(const train::RunConfig& config, int step
   return trainer;
 }
 
+using AblatedPart = interp::AblatedPart<train::Metrics>;
+using AblationResults = interp::AblationResults<train::Metrics>;
+
+interp::HeldOutEvaluation<train::Metrics> held_out(train::Trainer& trainer) {
+  return {trainer.model(), trainer.heldout(), [&trainer] { return trainer.evaluate(); }};
+}
+
 // Sets the parameter's elements whose index along its last axis is in [begin, end) to zero.
 void zero_columns(nn::SequenceModel& model, const std::string& name, int64_t begin, int64_t end) {
   Tensor p = model.parameter(name);
@@ -43,8 +50,8 @@ void zero_columns(nn::SequenceModel& model, const std::string& name, int64_t beg
 TEST(Ablation, ListsEveryHeadAndFeedForwardSublayerInForwardOrder) {
   for (const char* model : {"decoder", "seq2seq"}) {
     auto trainer = trained(trained_config(model), 0);
-    const interp::AblationResults results =
-        interp::ablate_each_part(*trainer, interp::AblationMode::zero);
+    const AblationResults results =
+        interp::ablate_each_part(held_out(*trainer), interp::AblationMode::zero);
     std::vector<std::string> expected;
     auto attention = [&](const std::string& module) {
       for (int h = 0; h < 3; ++h) expected.push_back(module + ".hook_z/" + std::to_string(h));
@@ -66,7 +73,7 @@ TEST(Ablation, ListsEveryHeadAndFeedForwardSublayerInForwardOrder) {
       }
     }
     std::vector<std::string> listed;
-    for (const interp::AblatedPart& part : results.parts) {
+    for (const AblatedPart& part : results.parts) {
       listed.push_back(part.point + "/" + std::to_string(part.head));
     }
     EXPECT_EQ(listed, expected) << model;
@@ -77,11 +84,11 @@ TEST(Ablation, ZeroingAHeadIsZeroingItsColumnsOfTheOutputProjection) {
   for (const char* model : {"decoder", "seq2seq"}) {
     const train::RunConfig config = trained_config(model);
     auto trainer = trained(config);
-    const interp::AblationResults results =
-        interp::ablate_each_part(*trainer, interp::AblationMode::zero);
+    const AblationResults results =
+        interp::ablate_each_part(held_out(*trainer), interp::AblationMode::zero);
     const int64_t head_dim = config.net.d_model / config.net.num_heads;
     const std::string prefix = std::string(model) == "decoder" ? "blocks." : "decoder.";
-    for (const interp::AblatedPart& part : results.parts) {
+    for (const AblatedPart& part : results.parts) {
       if (!part.point.starts_with(prefix + "1.")) continue;
       // The same run, trained alike, with the part removed from the weights instead.
       auto edited = trained(config);
@@ -117,7 +124,7 @@ TEST(Ablation, KnockingOutASetTogetherIsRemovingItFromTheWeights) {
     const std::vector<interp::ModelPart> set{
         {attention + ".hook_z", 0}, {attention + ".hook_z", 2}, {block + "0.hook_mlp_out", -1}};
     const train::Metrics together =
-        interp::ablate_together(*trainer, interp::AblationMode::zero, set);
+        interp::ablate_together(held_out(*trainer), interp::AblationMode::zero, set);
     auto edited = trained(config);
     const int64_t head_dim = config.net.d_model / config.net.num_heads;
     zero_columns(edited->model(), attention + ".out_proj.weight", 0, head_dim);
@@ -130,11 +137,11 @@ TEST(Ablation, KnockingOutASetTogetherIsRemovingItFromTheWeights) {
 
     for (const interp::AblationMode mode :
          {interp::AblationMode::zero, interp::AblationMode::mean}) {
-      const interp::AblationResults each = interp::ablate_each_part(*trainer, mode);
+      const AblationResults each = interp::ablate_each_part(held_out(*trainer), mode);
       for (const size_t i : {size_t{0}, each.parts.size() - 1}) {
-        const interp::AblatedPart& part = each.parts[i];
-        EXPECT_NEAR(interp::ablate_together(*trainer, mode, {part}).loss, part.metrics.loss,
-                    1e-6 * (1 + part.metrics.loss))
+        const AblatedPart& part = each.parts[i];
+        EXPECT_NEAR(interp::ablate_together(held_out(*trainer), mode, {part}).loss,
+                    part.metrics.loss, 1e-6 * (1 + part.metrics.loss))
             << model << " " << part.point << " head " << part.head;
       }
     }
@@ -144,10 +151,10 @@ TEST(Ablation, KnockingOutASetTogetherIsRemovingItFromTheWeights) {
 TEST(Ablation, TheMeanOverAHeldOutSetOfOneSequenceIsThatSequence) {
   for (const char* model : {"decoder", "seq2seq"}) {
     auto trainer = trained(trained_config(model, 1));
-    const interp::AblationResults results =
-        interp::ablate_each_part(*trainer, interp::AblationMode::mean);
+    const AblationResults results =
+        interp::ablate_each_part(held_out(*trainer), interp::AblationMode::mean);
     ASSERT_FALSE(results.parts.empty());
-    for (const interp::AblatedPart& part : results.parts) {
+    for (const AblatedPart& part : results.parts) {
       EXPECT_NEAR(part.metrics.loss, results.intact.loss, 1e-5) << model << " " << part.point;
     }
   }
@@ -155,10 +162,10 @@ TEST(Ablation, TheMeanOverAHeldOutSetOfOneSequenceIsThatSequence) {
 
 TEST(Ablation, MeanAblationKeepsWhatAPartSaysOnAverage) {
   auto trainer = trained(trained_config("decoder"), 150);
-  const interp::AblationResults zero =
-      interp::ablate_each_part(*trainer, interp::AblationMode::zero);
-  const interp::AblationResults mean =
-      interp::ablate_each_part(*trainer, interp::AblationMode::mean);
+  const AblationResults zero =
+      interp::ablate_each_part(held_out(*trainer), interp::AblationMode::zero);
+  const AblationResults mean =
+      interp::ablate_each_part(held_out(*trainer), interp::AblationMode::mean);
   ASSERT_EQ(zero.parts.size(), mean.parts.size());
   EXPECT_EQ(zero.intact.loss, mean.intact.loss);
   double zero_total = 0, mean_total = 0;

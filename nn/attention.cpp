@@ -10,6 +10,7 @@
 #include "autograd/attention.h"
 #include "autograd/kernels/attention_tiles.h"
 #include "autograd/ops.h"
+#include "nn/hook_points.h"
 #include "nn/hooks.h"
 
 namespace gradlab::nn {
@@ -240,11 +241,10 @@ int64_t longest_keys_with_weights(int64_t max_keys, bool causal, double dropout)
 
 bool MultiHeadAttention::internals_hooked() const {
   if (!hooks_running()) return false;
-  for (const char* point :
-       {"hook_q", "hook_k", "hook_v", "hook_scores", "hook_pattern", "hook_z", "hook_result"}) {
-    if (hook_wanted(*this, point)) return true;
-  }
-  return false;
+  const std::vector<HookPointRow>& rows = hook_point_table();
+  return std::any_of(rows.begin(), rows.end(), [&](const HookPointRow& row) {
+    return row.composed_only && hook_wanted(*this, row.suffix);
+  });
 }
 
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, Generator& gen,

@@ -9,6 +9,7 @@
 #include "autograd/format.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "nn/hook_points.h"
 #include "nn/sequence_model.h"
 
 namespace gradlab::nn {
@@ -59,35 +60,6 @@ std::string closest(const std::string& text, std::vector<std::string> names) {
   std::string out;
   for (size_t i = 0; i < std::min<size_t>(3, names.size()); ++i) out += (i ? ", " : "") + names[i];
   return out.empty() ? "(the model has no hook points)" : out;
-}
-
-// The seeds' letters of each point suffix; docs/hooks.md explains them.
-const std::map<std::string, std::string>& point_letters() {
-  static const std::map<std::string, std::string> letters{
-      {"hook_token", "[B, T, C]"},
-      {"hook_position", "[T, C]"},
-      {"hook_source_token", "[B, S, C]"},
-      {"hook_source_position", "[S, C]"},
-      {"hook_resid_pre", "[B, T, C]"},
-      {"hook_normalized", "[B, T, C]"},
-      {"hook_q", "[B, Tq, H, D]"},
-      {"hook_k", "[B, Tk, KV, D]"},
-      {"hook_v", "[B, Tk, KV, D]"},
-      {"hook_scores", "[B, H, Tq, Tk]"},
-      {"hook_pattern", "[B, H, Tq, Tk]"},
-      {"hook_z", "[B, Tq, H, D]"},
-      {"hook_result", "[B, Tq, H, C]"},
-      {"hook_attn_out", "[B, T, C]"},
-      {"hook_resid_mid", "[B, T, C]"},
-      {"hook_cross_attn_out", "[B, T, C]"},
-      {"hook_resid_mid_cross", "[B, T, C]"},
-      {"hook_pre", "[B, T, F]"},
-      {"hook_post", "[B, T, F]"},
-      {"hook_mlp_out", "[B, T, C]"},
-      {"hook_resid_post", "[B, T, C]"},
-      {"hook_logits", "[B, T, V]"},
-  };
-  return letters;
 }
 
 // Thrown by the cache after its last point when nothing later is needed; caught by
@@ -174,9 +146,7 @@ class HookSession {
   Tensor apply(const Module& owner, const char* point, const Tensor& activation) {
     const std::string name = point_name(owner, point);
     if (listed_) {
-      const auto letters = point_letters().find(point);
-      listed_->push_back(
-          {name, letters == point_letters().end() ? "" : letters->second, activation.shape()});
+      listed_->push_back({name, hook_point_row(point).letters, activation.shape()});
       return activation;
     }
     Tensor value = activation;

@@ -3,15 +3,17 @@
 // TransformerLens. A point is named by its module's path and a suffix,
 // "blocks.0.attn.hook_pattern"; docs/hooks.md lists every point of both models with its shape.
 //
-// A module marks its points with hook_point(*this, "hook_z", z). Outside run_with_hooks and
-// run_with_cache (in the training loop) that is one thread-local read and the activation goes on
-// as it is: nothing is recorded and every number is what it is without hooks. Hooks run on the
-// calling thread, for the forward passes inside one call, in the model's current mode (the
-// command line runs models in evaluation mode, so that no dropout mask differs between runs).
+// A module marks its points with hook_point(*this, "hook_z", z), the suffix a row's. Outside
+// run_with_hooks and run_with_cache (in the training loop) that is one thread-local read and the
+// activation goes on as it is: nothing is recorded and every number is what it is without hooks.
+// Hooks run on the calling thread, for the forward passes inside one call, in the model's current
+// mode (the command line runs models in evaluation mode, so that no dropout mask differs between
+// runs).
 //
-// The fused attention kernel keeps no q, k, v, scores, pattern or z: an attention layer one of
-// whose own points is hooked or cached takes the composed path (the seeds' steps), which computes
-// the same values; a layer with no hooked point of its own stays fused.
+// Every point is a row of nn/hook_points.h. The fused attention kernel keeps no q, k, v,
+// scores, pattern or z: an attention layer one of whose own composed-only points is hooked or
+// cached takes the composed path (the seeds' steps), which computes the same values; a layer with
+// no such point hooked stays fused.
 #pragma once
 
 #include <functional>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "nn/hook_points.h"
 #include "nn/module.h"
 
 namespace gradlab::nn {

@@ -10,7 +10,6 @@
 //   autograd/format.h         how messages show numbers and user text
 //   autograd/kinds.h          the look-up behind every table of kinds
 //   autograd/op_checks.h      the gradient-check registry the test suite runs
-//   nn/module_checks.h        the same for modules
 //   data/task_rows.h          the built-in tasks' factories, for the task table
 //   train/batch_rows.h        how a group's processes share a batch's rows
 //   train/fingerprint.h       the check that a training group's processes agree
@@ -51,7 +50,10 @@
 #include "nn/initialisation.h"
 #include "nn/layers.h"
 #include "nn/models.h"
+#include "nn/model_options.h"
 #include "nn/module.h"
+#include "nn/module_checks.h"
+#include "nn/module_registry.h"
 #include "nn/sequence_model.h"
 #include "nn/transformer.h"
 #include "train/checkpoint.h"

@@ -20,11 +20,11 @@ void BM_Generate(benchmark::State& state) {
   config.vocab_size = 96;
   config.max_len = kContext;
   config.d_model = 128;
-  config.num_heads = 4;
+  config.attention.num_heads = 4;
   config.num_layers = 4;
-  config.d_ff = 512;
+  config.feed_forward.d_ff = 512;
   config.bias = false;
-  config.tie_embeddings = true;
+  config.embedding.tie_embeddings = true;
   config.init = "gpt2";
   gradlab::nn::DecoderLM model(config);
   gradlab::nn::SamplingOptions options;

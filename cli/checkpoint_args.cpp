@@ -255,7 +255,7 @@ int refuse_weights_above_limit(const std::string& command, const CheckpointArgs&
   // The longest sequence stands for Tq and Tk (an encoder's source may be the longer).
   const int64_t T =
       std::max(batch.inputs.shape.at(1), batch.source.shape.empty() ? 0 : batch.source.shape.at(1));
-  const int64_t H = run.loaded.model->config().num_heads;
+  const int64_t H = run.loaded.model->config().attention.num_heads;
   try {
     train::check_elements(
         "[B, H, T, T] attention weights", {1, H, T, T},

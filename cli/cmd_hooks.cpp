@@ -15,10 +15,14 @@ constexpr const char* kHooksCaption =
 
 // "[B, Tk, KV, D]" with the sizes the model fixes: "[B, Tk, 2, 16]".
 std::string with_sizes(const std::string& letters, const nn::ModelConfig& config) {
-  const int64_t kv = config.num_kv_heads == 0 ? config.num_heads : config.num_kv_heads;
-  const std::map<std::string, int64_t> sizes{
-      {"H", config.num_heads}, {"KV", kv},         {"D", config.d_model / config.num_heads},
-      {"C", config.d_model},   {"F", config.d_ff}, {"V", config.vocab_size}};
+  const int64_t kv = config.attention.num_kv_heads == 0 ? config.attention.num_heads
+                                                        : config.attention.num_kv_heads;
+  const std::map<std::string, int64_t> sizes{{"H", config.attention.num_heads},
+                                             {"KV", kv},
+                                             {"D", config.d_model / config.attention.num_heads},
+                                             {"C", config.d_model},
+                                             {"F", config.feed_forward.d_ff},
+                                             {"V", config.vocab_size}};
   std::string out = "[";
   std::istringstream axes(letters.substr(1, letters.size() - 2));
   for (std::string axis; std::getline(axes >> std::ws, axis, ',');) {

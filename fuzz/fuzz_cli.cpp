@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "autograd/error.h"
-#include "train/checkpoint.h"
 #include "cli/commands.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
@@ -57,8 +57,7 @@ const std::map<std::string, Parser>& parsers() {
       {"inspect", parse_inspect},     {"sample", parse_sample},
       {"hooks", parse_hooks},         {"activations", parse_activations},
       {"ablate", parse_ablate},       {"patch", parse_patch},
-      {"heads", parse_heads},
-      {"lens", parse_lens},
+      {"heads", parse_heads},         {"lens", parse_lens},
   };
   return table;
 }
@@ -83,9 +82,9 @@ void make_workdir() {
   config.task.length = 2;
   config.task.num_symbols = 3;
   config.net.d_model = 8;
-  config.net.num_heads = 2;
+  config.net.attention.num_heads = 2;
   config.net.num_layers = 1;
-  config.net.d_ff = 8;
+  config.net.feed_forward.d_ff = 8;
   config.batch_size = 2;
   config.eval_size = 2;
   config.steps = 4;

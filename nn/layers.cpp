@@ -53,14 +53,28 @@ Tensor Embedding::forward(const Indices& ids) const {
   return embedding(weight, ids);
 }
 
+Tensor Norm::forward(const Tensor& x) const {
+  return hook_point(*this, "hook_normalized", normalize(x));
+}
+
 LayerNorm::LayerNorm(int64_t dim, double eps_, bool with_bias) : eps(eps_) {
   check_positive("LayerNorm", "dim", dim);
   weight = register_parameter("weight", Tensor::ones({dim}));
   if (with_bias) bias = register_parameter("bias", Tensor::zeros({dim}));
 }
 
-Tensor LayerNorm::forward(const Tensor& x) const {
-  return hook_point(*this, "hook_normalized", layer_norm(x, weight, bias, eps));
+Tensor LayerNorm::normalize(const Tensor& x) const {
+  return layer_norm(x, weight, bias, eps);
+}
+
+RMSNorm::RMSNorm(int64_t dim, double eps_) : eps(eps_) {
+  check_positive("RMSNorm", "dim", dim);
+  weight = register_parameter("weight", Tensor::ones({dim}));
+}
+
+Tensor RMSNorm::normalize(const Tensor& x) const {
+  const Tensor mean_square = mean(x * x, {-1}, true);  // [..., 1]
+  return x / sqrt(add(mean_square, eps)) * weight;
 }
 
 DropoutStream::DropoutStream(Generator& stream) : enclosing_(dropout_stream) {
@@ -114,20 +128,6 @@ Tensor LearnedPositionalEmbedding::forward(int64_t length, int64_t first) const 
   return narrow(weight, 0, first, length);
 }
 
-const std::vector<NormKind>& norm_kinds() {
-  static const std::vector<NormKind> kinds{
-      {kLayerNorm, "LayerNorm before each sublayer (--pre-norm) or after it, and before the head",
-       [](int64_t dim, bool bias) { return std::make_shared<LayerNorm>(dim, 1e-5, bias); }},
-      {kNoNorm, "no normalisation: plain residual sums, the head reads the residual stream",
-       [](int64_t, bool) { return std::shared_ptr<LayerNorm>(); }},
-  };
-  return kinds;
-}
-
-const NormKind& norm_kind(const std::string& name) {
-  return row_named(norm_kinds(), name, "norm");
-}
-
 const std::vector<ActivationKind>& activation_kinds() {
   static const std::vector<ActivationKind> kinds{
       {kGelu, "GELU, x Phi(x) with the normal CDF (the exact form)", gelu},
@@ -140,19 +140,17 @@ const ActivationKind& activation_kind(const std::string& name) {
   return row_named(activation_kinds(), name, "activation");
 }
 
-FeedForward::FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double dropout_p,
-                         std::shared_ptr<Generator> dropout_gen, bool bias,
-                         const std::string& activation)
-    : activation_(&activation_kind(activation)) {
-  fc1 = register_module("fc1", std::make_shared<Linear>(d_model, d_ff, gen, bias));
-  fc2 = register_module("fc2", std::make_shared<Linear>(d_ff, d_model, gen, bias));
-  drop = register_module("drop", std::make_shared<Dropout>(dropout_p, std::move(dropout_gen)));
+FeedForward::FeedForward(int64_t d_model, const FeedForwardOptions& options, Generator& gen,
+                         bool bias)
+    : activation_(&activation_kind(options.activation)) {
+  fc1 = register_module("fc1", std::make_shared<Linear>(d_model, options.d_ff, gen, bias));
+  fc2 = register_module("fc2", std::make_shared<Linear>(options.d_ff, d_model, gen, bias));
 }
 
 Tensor FeedForward::forward(const Tensor& x) const {
   const Tensor pre = hook_point(*this, "hook_pre", fc1->forward(x));            // [B, T, F]
   const Tensor post = hook_point(*this, "hook_post", activation_->apply(pre));  // [B, T, F]
-  return drop->forward(fc2->forward(post));
+  return fc2->forward(post);
 }
 
 }  // namespace gradlab::nn

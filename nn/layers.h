@@ -1,10 +1,11 @@
-// The basic layers: Linear, Embedding, LayerNorm, Dropout, positional encodings, FeedForward,
-// and the tables of the normalisations and activations a ModelConfig names (`norm`,
-// `activation`: the --norm and --activation flags).
+// The basic layers: Linear, Embedding, the norms (LayerNorm, RMSNorm), Dropout, positional
+// encodings, FeedForward, and the table of the activations a ModelConfig names (the
+// --activation flag). The norms and feed-forwards a model builds by name are in
+// nn/module_registry.h.
 //
 // Initialisation (deterministic for a given Generator): Linear weights Xavier/Glorot uniform,
-// U(-a, a) with a = sqrt(6 / (in + out)), biases zero; embeddings normal(0, 0.02); LayerNorm
-// weight one, bias zero.
+// U(-a, a) with a = sqrt(6 / (in + out)), biases zero; embeddings normal(0, 0.02); norm weights
+// one, biases zero.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@
 
 #include "autograd/indices.h"
 #include "autograd/random.h"
+#include "nn/model_options.h"
 #include "nn/module.h"
 
 namespace gradlab::nn {
@@ -32,12 +34,43 @@ class Embedding : public Module {
   Tensor weight;                             // [num_embeddings, dim]
 };
 
-class LayerNorm : public Module {
+// A module from the residual stream to the residual stream, [B, T, C] -> [B, T, C]: what a
+// block's feed-forward sublayer is.
+class Sublayer : public Module {
+ public:
+  virtual Tensor forward(const Tensor& x) const = 0;
+};
+
+// A normalisation of the residual stream over its last axis. Its result is the hook point
+// hook_normalized, whatever the kind: a norm of one's own implements normalize() alone.
+class Norm : public Module {
+ public:
+  Tensor forward(const Tensor& x) const;  // [..., C] -> [..., C]
+
+ protected:
+  virtual Tensor normalize(const Tensor& x) const = 0;
+};
+
+// (x - mean) / sqrt(var + eps) * weight + bias (Ba et al. 2016).
+class LayerNorm : public Norm {
  public:
   explicit LayerNorm(int64_t dim, double eps = 1e-5, bool with_bias = true);
-  Tensor forward(const Tensor& x) const;  // over the last axis
-  Tensor weight, bias;                    // bias undefined when built without one
+  Tensor weight, bias;  // bias undefined when built without one
   double eps;
+
+ protected:
+  Tensor normalize(const Tensor& x) const override;
+};
+
+// x / sqrt(mean(x^2) + eps) * weight (Zhang and Sennrich 2019): no centring, no bias.
+class RMSNorm : public Norm {
+ public:
+  explicit RMSNorm(int64_t dim, double eps = 1e-5);
+  Tensor weight;
+  double eps;
+
+ protected:
+  Tensor normalize(const Tensor& x) const override;
 };
 
 // Inverted dropout drawing from a generator shared by the whole model, so one state (saved in
@@ -85,25 +118,6 @@ class LearnedPositionalEmbedding : public Module {
   Tensor weight;                                            // [max_len, C]
 };
 
-// The rows' names, for code that picks one: the defaults are ModelConfig's.
-inline constexpr const char* kLayerNorm = "layer";
-inline constexpr const char* kNoNorm = "none";
-inline constexpr const char* kGelu = "gelu";
-inline constexpr const char* kRelu = "relu";
-
-// How a transformer normalises the residual stream before (pre-LN) or after (post-LN) each
-// sublayer, and before the head.
-struct NormKind {
-  const char* name;
-  const char* help;  // one line: what it does
-  // A new normalisation over dim channels, or null for none: the residual stream is read (pre-LN)
-  // or passed on (post-LN) as it is.
-  std::shared_ptr<LayerNorm> (*make)(int64_t dim, bool bias);
-};
-const std::vector<NormKind>& norm_kinds();
-// The row named name; throws ConfigError "unknown norm 'x' (expected layer or none)".
-const NormKind& norm_kind(const std::string& name);
-
 // The nonlinearity between the feed-forward sublayer's two Linears.
 struct ActivationKind {
   const char* name;
@@ -114,16 +128,13 @@ const std::vector<ActivationKind>& activation_kinds();
 // The row named name; throws ConfigError "unknown activation 'x' (expected gelu or relu)".
 const ActivationKind& activation_kind(const std::string& name);
 
-// Linear, activation (a row of activation_kinds()), Linear (with dropout after the second Linear
-// when p > 0). Throws ConfigError for an unknown activation or a d_ff that is not positive.
-class FeedForward : public Module {
+// The built-in feed-forward ("mlp"): Linear C -> F, activation (options.activation), Linear
+// F -> C. Throws ConfigError for an unknown activation or a d_ff that is not positive.
+class FeedForward : public Sublayer {
  public:
-  FeedForward(int64_t d_model, int64_t d_ff, Generator& gen, double dropout = 0.0,
-              std::shared_ptr<Generator> dropout_gen = nullptr, bool bias = true,
-              const std::string& activation = kGelu);
-  Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
+  FeedForward(int64_t d_model, const FeedForwardOptions& options, Generator& gen, bool bias = true);
+  Tensor forward(const Tensor& x) const override;  // [B, T, C] -> [B, T, C]
   std::shared_ptr<Linear> fc1, fc2;
-  std::shared_ptr<Dropout> drop;
 
  private:
   const ActivationKind* activation_;

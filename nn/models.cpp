@@ -8,22 +8,14 @@
 #include "autograd/ops.h"
 #include "nn/hooks.h"
 #include "nn/initialisation.h"
+#include "nn/module_registry.h"
 
 namespace gradlab::nn {
 namespace {
 
-BlockConfig block_config(const ModelConfig& c, bool cross_attention) {
-  return {.attention = {.d_model = c.d_model,
-                        .num_heads = c.num_heads,
-                        .num_kv_heads = c.num_kv_heads,
-                        .bias = c.bias,
-                        .dropout = c.dropout},
-          .d_ff = c.d_ff,
-          .pre_norm = c.pre_norm,
-          .norm = c.norm,
-          .activation = c.activation,
-          .cross_attention = cross_attention,
-          .dropout = c.dropout};
+// The norm before the head (and after the encoder), unless the config leaves it out.
+std::shared_ptr<Norm> final_norm(const ModelConfig& config) {
+  return config.norm.final ? make_norm(config.d_model, config) : nullptr;
 }
 
 void check_tokens(const char* model, const Indices& tokens) {
@@ -36,8 +28,8 @@ void check_tokens(const char* model, const Indices& tokens) {
 // The logits [B, T, V] of residual [B, T, C]: ln_f (when the model has one), then the head's own
 // Linear, or with tied embeddings the token embedding matrix itself (logits = h E^T, no bias).
 // Both models' unembed.
-Tensor ln_f_and_head(const Tensor& residual, const LayerNorm* ln_f,
-                     const std::shared_ptr<Linear>& head, const Embedding& tokens) {
+Tensor ln_f_and_head(const Tensor& residual, const Norm* ln_f, const std::shared_ptr<Linear>& head,
+                     const Embedding& tokens) {
   const Tensor h = ln_f ? ln_f->forward(residual) : residual;
   return head ? head->forward(h) : linear(h, tokens.weight, Tensor());
 }
@@ -101,7 +93,7 @@ SequenceBatch encoder_decoder_batch(const Indices& samples, int64_t prompt_lengt
 TokenAndPosition::TokenAndPosition(const ModelConfig& config, Generator& gen) {
   token_embedding = register_module(
       "token_embedding", std::make_shared<Embedding>(config.vocab_size, config.d_model, gen));
-  if (config.learned_positions) {
+  if (config.embedding.learned_positions) {
     position_embedding = register_module(
         "position_embedding",
         std::make_shared<LearnedPositionalEmbedding>(config.max_len, config.d_model, gen));
@@ -126,12 +118,11 @@ DecoderLM::DecoderLM(const ModelConfig& config) : SequenceModel(config) {
   Generator gen(config.seed);
   embed = register_module("embed", std::make_shared<TokenAndPosition>(config, gen));
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    blocks.push_back(register_module(
-        "blocks." + std::to_string(i),
-        std::make_shared<TransformerBlock>(block_config(config, false), gen, dropout_gen)));
+    blocks.push_back(register_module("blocks." + std::to_string(i),
+                                     std::make_shared<TransformerBlock>(config, gen, dropout_gen)));
   }
-  ln_f = register_module("ln_f", norm_kind(config.norm).make(config.d_model, config.bias));
-  if (!config.tie_embeddings) {
+  ln_f = register_module("ln_f", final_norm(config));
+  if (!config.embedding.tie_embeddings) {
     head = register_module(
         "head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen, config.bias));
   }
@@ -170,19 +161,19 @@ EncoderDecoder::EncoderDecoder(const ModelConfig& config) : SequenceModel(config
   Generator gen(config.seed);
   embed = register_module("embed", std::make_shared<TokenAndPosition>(config, gen));
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    encoder_blocks.push_back(register_module(
-        "encoder." + std::to_string(i),
-        std::make_shared<TransformerBlock>(block_config(config, false), gen, dropout_gen)));
+    encoder_blocks.push_back(
+        register_module("encoder." + std::to_string(i),
+                        std::make_shared<TransformerBlock>(config, gen, dropout_gen)));
   }
-  encoder_ln =
-      register_module("encoder_ln", norm_kind(config.norm).make(config.d_model, config.bias));
+  encoder_ln = register_module("encoder_ln", final_norm(config));
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    decoder_blocks.push_back(register_module(
-        "decoder." + std::to_string(i),
-        std::make_shared<TransformerBlock>(block_config(config, true), gen, dropout_gen)));
+    decoder_blocks.push_back(
+        register_module("decoder." + std::to_string(i),
+                        std::make_shared<TransformerBlock>(config, gen, dropout_gen,
+                                                           BlockAttention::SelfAndCross)));
   }
-  ln_f = register_module("ln_f", norm_kind(config.norm).make(config.d_model, config.bias));
-  if (!config.tie_embeddings) {
+  ln_f = register_module("ln_f", final_norm(config));
+  if (!config.embedding.tie_embeddings) {
     head = register_module(
         "head", std::make_shared<Linear>(config.d_model, config.vocab_size, gen, config.bias));
   }

@@ -22,8 +22,9 @@ class TokenAndPosition : public Module {
   std::shared_ptr<SinusoidalPositionalEncoding> sinusoidal;        // null when learned
 };
 
-// Token + position embedding, N causal blocks, final LayerNorm (none with norm "none"), and the
-// output head: a Linear, or the token embedding matrix with tie_embeddings.
+// Token + position embedding, N causal blocks, the final norm (none with norm "none" or without
+// norm.final), and the output head: a Linear, or the token embedding matrix with
+// tie_embeddings.
 class DecoderLM : public SequenceModel {
  public:
   explicit DecoderLM(const ModelConfig& config);
@@ -40,8 +41,8 @@ class DecoderLM : public SequenceModel {
 
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> blocks;
-  std::shared_ptr<LayerNorm> ln_f;  // null with norm "none"
-  std::shared_ptr<Linear> head;     // null with tied embeddings
+  std::shared_ptr<Norm> ln_f;    // null with norm "none" or without norm.final
+  std::shared_ptr<Linear> head;  // null with tied embeddings
 };
 
 // Encoder (self-attention blocks over the source) and decoder (causal self-attention, then
@@ -69,8 +70,8 @@ class EncoderDecoder : public SequenceModel {
 
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> encoder_blocks, decoder_blocks;
-  std::shared_ptr<LayerNorm> encoder_ln, ln_f;  // null with norm "none"
-  std::shared_ptr<Linear> head;                 // null with tied embeddings
+  std::shared_ptr<Norm> encoder_ln, ln_f;  // null with norm "none" or without norm.final
+  std::shared_ptr<Linear> head;            // null with tied embeddings
 };
 
 }  // namespace gradlab::nn

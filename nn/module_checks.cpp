@@ -1,8 +1,11 @@
 // Module gradient checks: B, T, C, H, D and friends all differ in every case.
 #include "nn/module_checks.h"
 
+#include <mutex>
 #include "autograd/ops.h"
+
 #include "nn/models.h"
+#include "nn/module_registry.h"
 
 namespace gradlab::nn {
 namespace {
@@ -84,13 +87,13 @@ std::vector<ModuleCheck> make_checks() {
                     }});
   checks.push_back({"FeedForward", "[2,3,5] d_ff=7", [](uint64_t seed) {
                       Generator gen(seed);
-                      FeedForward layer(5, 7, gen);
+                      FeedForward layer(5, {.d_ff = 7}, gen);
                       return check_with_input(layer, {2, 3, 5}, seed,
                                               [&](const Tensor& x) { return layer.forward(x); });
                     }});
   checks.push_back({"FeedForward ReLU", "[2,3,5] d_ff=7", [](uint64_t seed) {
                       Generator gen(seed);
-                      FeedForward layer(5, 7, gen, 0.0, nullptr, true, kRelu);
+                      FeedForward layer(5, {.d_ff = 7, .activation = kRelu}, gen);
                       return check_with_input(layer, {2, 3, 5}, seed,
                                               [&](const Tensor& x) { return layer.forward(x); });
                     }});
@@ -149,11 +152,11 @@ std::vector<ModuleCheck> make_checks() {
       {"Block attention-only, no norm", "B=2 T=5 C=12 H=3 F=0", 0, true, kNoNorm, kGelu},
   };
   for (const auto& b : blocks) {
-    const BlockConfig config{.attention = {.d_model = 12, .num_heads = 3},
-                             .d_ff = b.d_ff,
-                             .pre_norm = b.pre_norm,
-                             .norm = b.norm,
-                             .activation = b.activation};
+    const ModelConfig config{.d_model = 12,
+                             .attention = {.num_heads = 3},
+                             .norm = {.kind = b.norm},
+                             .feed_forward = {.d_ff = b.d_ff, .activation = b.activation},
+                             .block = {.pre_norm = b.pre_norm}};
     checks.push_back({b.name, b.sizes, [config](uint64_t seed) {
                         Generator gen(seed);
                         TransformerBlock block(config, gen);
@@ -168,8 +171,8 @@ std::vector<ModuleCheck> make_checks() {
       {"Block cross-attention", "B=2 T=5 S=7 C=12 H=3 F=20", [](uint64_t seed) {
          Generator gen(seed);
          TransformerBlock block(
-             {.attention = {.d_model = 12, .num_heads = 3}, .d_ff = 20, .cross_attention = true},
-             gen);
+             {.d_model = 12, .attention = {.num_heads = 3}, .feed_forward = {.d_ff = 20}}, gen,
+             nullptr, BlockAttention::SelfAndCross);
          AttentionMasks masks;
          masks.causal = true;
          return check_with_inputs(
@@ -177,8 +180,12 @@ std::vector<ModuleCheck> make_checks() {
              [&](const std::vector<Tensor>& in) { return block.forward(in[0], masks, in[1]); });
        }});
 
-  const ModelConfig tiny{
-      .vocab_size = 7, .max_len = 6, .d_model = 12, .num_heads = 3, .num_layers = 2, .d_ff = 20};
+  const ModelConfig tiny{.vocab_size = 7,
+                         .max_len = 6,
+                         .d_model = 12,
+                         .num_layers = 2,
+                         .attention = {.num_heads = 3},
+                         .feed_forward = {.d_ff = 20}};
   checks.push_back({"DecoderLM", "V=7 B=2 T=5 C=12 H=3 L=2 F=20", [tiny](uint64_t seed) {
                       DecoderLM model(tiny);
                       const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
@@ -187,11 +194,10 @@ std::vector<ModuleCheck> make_checks() {
   // The GPT-style options: no biases anywhere, the head tied to the token embedding (its
   // gradient sums the embedding's and the head's), gpt2 initialisation, grouped K/V heads.
   ModelConfig gpt = tiny;
-  gpt.num_heads = 4;
-  gpt.num_kv_heads = 2;
+  gpt.attention = {.num_heads = 4, .num_kv_heads = 2};
   gpt.d_model = 16;
   gpt.bias = false;
-  gpt.tie_embeddings = true;
+  gpt.embedding.tie_embeddings = true;
   gpt.init = kGpt2Init;
   checks.push_back({"DecoderLM (no bias, tied, gpt2)", "V=7 B=2 T=5 C=16 H=4 KV=2 L=2 F=20",
                     [gpt](uint64_t seed) {
@@ -203,8 +209,8 @@ std::vector<ModuleCheck> make_checks() {
   // and Olsson et al.'s attention-only models.
   ModelConfig grokking = tiny;
   grokking.num_layers = 1;
-  grokking.norm = kNoNorm;
-  grokking.activation = kRelu;
+  grokking.norm.kind = kNoNorm;
+  grokking.feed_forward.activation = kRelu;
   grokking.bias = false;
   checks.push_back({"DecoderLM (no norm, ReLU, no bias)", "V=7 B=2 T=5 C=12 H=3 L=1 F=20",
                     [grokking](uint64_t seed) {
@@ -213,8 +219,8 @@ std::vector<ModuleCheck> make_checks() {
                       return check_parameters(model, seed, [&] { return model.forward(tokens); });
                     }});
   ModelConfig attention_only = tiny;
-  attention_only.d_ff = 0;
-  attention_only.norm = kNoNorm;
+  attention_only.feed_forward.d_ff = 0;
+  attention_only.norm.kind = kNoNorm;
   checks.push_back({"DecoderLM (attention-only, no norm)", "V=7 B=2 T=5 C=12 H=3 L=2 F=0",
                     [attention_only](uint64_t seed) {
                       DecoderLM model(attention_only);
@@ -226,15 +232,15 @@ std::vector<ModuleCheck> make_checks() {
   // differences exceeds the tolerance on gradients that are nearly zero (the key bias's).
   ModelConfig seq2seq_options = tiny;
   seq2seq_options.num_layers = 1;
-  seq2seq_options.norm = kNoNorm;
-  seq2seq_options.activation = kRelu;
+  seq2seq_options.norm.kind = kNoNorm;
+  seq2seq_options.feed_forward.activation = kRelu;
   for (const auto& [name, config] :
        {std::pair{"EncoderDecoder", tiny},
         std::pair{"EncoderDecoder (no norm, ReLU)", seq2seq_options},
         std::pair{"EncoderDecoder (attention-only, no norm)", attention_only}}) {
     checks.push_back({name,
                       "V=7 B=2 S=5 T=4 C=12 H=3 L=" + std::to_string(config.num_layers) +
-                          " F=" + std::to_string(config.d_ff),
+                          " F=" + std::to_string(config.feed_forward.d_ff),
                       [config](uint64_t seed) {
                         EncoderDecoder model(config);
                         const Indices source({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
@@ -246,11 +252,53 @@ std::vector<ModuleCheck> make_checks() {
   return checks;
 }
 
+// The check of every registered norm and feed-forward (nn/module_registry.h), built through
+// its factory: C = 5, F = 7, input [B, T, C] = [2, 3, 5].
+std::vector<ModuleCheck> registered_module_checks() {
+  std::vector<ModuleCheck> checks;
+  for (const auto& row : norm_registry().rows()) {
+    if (!row.make(1, ModelConfig{})) continue;  // "none": no module to check
+    checks.push_back({"norm " + row.name, "[2,3,5]", [make = row.make](uint64_t seed) {
+                        const std::shared_ptr<Norm> norm = make(5, ModelConfig{.d_model = 5});
+                        return check_with_input(*norm, {2, 3, 5}, seed,
+                                                [&](const Tensor& x) { return norm->forward(x); });
+                      }});
+  }
+  for (const auto& row : feed_forward_registry().rows()) {
+    checks.push_back(
+        {"feed-forward " + row.name, "[2,3,5] d_ff=7", [make = row.make](uint64_t seed) {
+           Generator gen(seed);
+           const std::shared_ptr<Sublayer> ffn =
+               make(ModelConfig{.d_model = 5, .feed_forward = {.d_ff = 7}}, gen);
+           return check_with_input(*ffn, {2, 3, 5}, seed,
+                                   [&](const Tensor& x) { return ffn->forward(x); });
+         }});
+  }
+  return checks;
+}
+
+std::mutex checks_mutex;
+std::vector<ModuleCheck>& added_checks() {
+  static std::vector<ModuleCheck> checks;
+  return checks;
+}
+
 }  // namespace
 
+void register_module_check(ModuleCheck check) {
+  const std::lock_guard<std::mutex> lock(checks_mutex);
+  added_checks().push_back(std::move(check));
+}
+
 const std::vector<ModuleCheck>& module_checks() {
-  static const std::vector<ModuleCheck> checks = make_checks();
-  return checks;
+  static const std::vector<ModuleCheck> built_in = make_checks();
+  static std::vector<ModuleCheck> all;
+  const std::lock_guard<std::mutex> lock(checks_mutex);
+  std::vector<ModuleCheck> now = built_in;
+  for (ModuleCheck& check : registered_module_checks()) now.push_back(std::move(check));
+  now.insert(now.end(), added_checks().begin(), added_checks().end());
+  if (now.size() != all.size()) all = std::move(now);
+  return all;
 }
 
 }  // namespace gradlab::nn

@@ -12,6 +12,7 @@
 #include "autograd/softmax.h"
 #include "nn/attention.h"
 #include "nn/models.h"
+#include "nn/module_registry.h"
 
 namespace gradlab::nn {
 namespace {
@@ -21,31 +22,34 @@ namespace {
 // takes over).
 struct Sizes {
   double c, f, kv_width, heads, positions, vocab, layers, bias;
-  double norm;  // parameters per channel of one normalisation: 0 with norm "none"
+  double norm;        // parameters per channel of one normalisation: 0 with norm "none"
+  double final_norm;  // the same for the final norms: 0 without them
   int64_t longest_keys_with_weights;  // see ModelFootprint
   Sizes(const ModelConfig& m, bool causal)
       : c(static_cast<double>(m.d_model)),
-        f(static_cast<double>(m.d_ff)),
-        kv_width(static_cast<double>(m.num_kv_heads > 0 ? m.num_kv_heads : m.num_heads) *
-                 static_cast<double>(m.d_model / std::max<int64_t>(m.num_heads, 1))),
-        heads(static_cast<double>(m.num_heads)),
+        f(static_cast<double>(m.feed_forward.d_ff)),
+        kv_width(static_cast<double>(m.attention.num_kv_heads > 0 ? m.attention.num_kv_heads
+                                                                  : m.attention.num_heads) *
+                 static_cast<double>(m.d_model / std::max<int64_t>(m.attention.num_heads, 1))),
+        heads(static_cast<double>(m.attention.num_heads)),
         positions(static_cast<double>(m.max_len)),
         vocab(static_cast<double>(m.vocab_size)),
         layers(static_cast<double>(m.num_layers)),
         bias(m.bias ? 1 : 0),
         norm(norm_parameters_per_channel(m)),
+        final_norm(m.norm.final ? norm : 0),
         longest_keys_with_weights(nn::longest_keys_with_weights(m.max_len, causal, m.dropout)) {}
   // The norm's parameters over one channel (weight and bias, weight alone, or none), counted on
   // the module the kind makes.
   static double norm_parameters_per_channel(const ModelConfig& m) {
-    const std::shared_ptr<LayerNorm> one_channel = norm_kind(m.norm).make(1, m.bias);
+    const std::shared_ptr<Norm> one_channel = make_norm(1, m);
     return one_channel ? static_cast<double>(one_channel->num_parameters()) : 0;
   }
   // One attention sublayer with its LayerNorm: Q and O are C x C, K and V C x KV*D.
   double attention_parameters() const {
     return 2 * c * c + 2 * c * kv_width + bias * (2 * c + 2 * kv_width) + norm * c;
   }
-  // None in an attention-only block (F = 0).
+  // None in an attention-only block (F = 0). A registered feed-forward is counted as the mlp.
   double ffn_parameters() const { return f > 0 ? 2 * c * f + bias * (f + c) + norm * c : 0; }
   // Per position: normalised inputs, Q/K/V, the heads' output, projections, residual sums,
   // the feed-forward's two wide tensors and activation, and per head 3 rows of attention weights
@@ -57,8 +61,8 @@ struct Sizes {
   double ffn_activations() const { return f > 0 ? 6 * c + 3 * f : 0; }
   // Embeddings, final LayerNorm and the head (logits, their softmax and gradient).
   double ends_parameters(const ModelConfig& m) const {
-    return vocab * c + (m.learned_positions ? positions * c : 0) + norm * c +
-           (m.tie_embeddings ? 0 : vocab * c + bias * vocab);
+    return vocab * c + (m.embedding.learned_positions ? positions * c : 0) + final_norm * c +
+           (m.embedding.tie_embeddings ? 0 : vocab * c + bias * vocab);
   }
   double ends_activations() const { return 4 * c + 3 * vocab; }
 };
@@ -76,11 +80,12 @@ ModelFootprint encoder_decoder_footprint(const ModelConfig& m) {
   const Sizes s(m, /*causal=*/false);  // the encoder's and the cross-attention are not
   const double block = s.attention_parameters() + s.ffn_parameters();
   const double block_activations = s.attention_activations() + s.ffn_activations();
-  return {s.ends_parameters(m) + s.norm * s.c + s.layers * (2 * block + s.attention_parameters()),
-          s.positions * (s.ends_activations() + 4 * s.c +
-                         s.layers * (2 * block_activations + s.attention_activations())),
-          s.positions * (s.ends_activations() + 4 * s.c + 2 * block_activations),
-          s.longest_keys_with_weights};
+  return {
+      s.ends_parameters(m) + s.final_norm * s.c + s.layers * (2 * block + s.attention_parameters()),
+      s.positions * (s.ends_activations() + 4 * s.c +
+                     s.layers * (2 * block_activations + s.attention_activations())),
+      s.positions * (s.ends_activations() + 4 * s.c + 2 * block_activations),
+      s.longest_keys_with_weights};
 }
 
 struct ModelKind {

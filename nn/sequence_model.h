@@ -15,6 +15,7 @@
 #include "nn/attention.h"
 #include "nn/initialisation.h"
 #include "nn/layers.h"
+#include "nn/model_options.h"
 #include "nn/module.h"
 
 namespace gradlab::nn {
@@ -42,25 +43,6 @@ struct GenerationCache {
   int64_t length = 0;  // tokens read
 };
 
-struct ModelConfig {
-  int64_t vocab_size = 12;
-  int64_t max_len = 21;      // positions the position table covers
-  int64_t d_model = 64;      // C
-  int64_t num_heads = 4;     // H
-  int64_t num_kv_heads = 0;  // 0 means num_heads
-  int64_t num_layers = 2;    // blocks (encoder-decoder: in the encoder and in the decoder each)
-  int64_t d_ff = 256;        // F; 0: attention-only blocks (no feed-forward sublayer)
-  double dropout = 0.0;
-  bool pre_norm = true;
-  bool learned_positions = true;    // false: sinusoidal encoding
-  bool bias = true;                 // biases in every Linear and LayerNorm
-  bool tie_embeddings = false;      // the output head is the token embedding matrix (no bias)
-  std::string init = kDefaultInit;  // a row of init_kinds() (nn/initialisation.h)
-  std::string norm = kLayerNorm;    // a row of norm_kinds() (nn/layers.h)
-  std::string activation = kGelu;   // a row of activation_kinds() (nn/layers.h)
-  uint64_t seed = 0;                // initialisation; dropout masks draw from seed + 1
-};
-
 class SequenceModel : public Module {
  public:
   explicit SequenceModel(const ModelConfig& config)
@@ -75,8 +57,9 @@ class SequenceModel : public Module {
   // The residual stream [B, T, C] (of the decoder, for the encoder-decoder) read through the
   // final LayerNorm (if the model has one) and the output head: logits [B, T, V], as forward()
   // computes them from the last block's output, and the logit lens from any block's
-  // (interp/logit_lens.h). LayerNorm normalizes residual with its own statistics. Throws ConfigError by
-  // default: a model of one's own says how its residual stream becomes logits by overriding this.
+  // (interp/logit_lens.h). LayerNorm normalizes residual with its own statistics. Throws
+  // ConfigError by default: a model of one's own says how its residual stream becomes logits by
+  // overriding this.
   virtual Tensor unembed(const Tensor& residual) const;
   // The mean cross-entropy of forward(batch) over the targets that count.
   Tensor loss(const SequenceBatch& batch) const;

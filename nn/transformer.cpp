@@ -3,6 +3,7 @@
 
 #include "autograd/ops.h"
 #include "nn/hooks.h"
+#include "nn/module_registry.h"
 
 namespace gradlab::nn {
 
@@ -15,37 +16,43 @@ Tensor residual_add(const Tensor& x, const Tensor& sublayer_output, const char* 
   return x + sublayer_output;
 }
 
-TransformerBlock::TransformerBlock(const BlockConfig& config, Generator& gen,
-                                   std::shared_ptr<Generator> dropout_gen)
-    : pre_norm_(config.pre_norm) {
-  if (config.d_ff < 0) {
+AttentionConfig attention_config(const ModelConfig& config) {
+  return {.d_model = config.d_model,
+          .num_heads = config.attention.num_heads,
+          .num_kv_heads = config.attention.num_kv_heads,
+          .bias = config.bias,
+          .dropout = config.dropout};
+}
+
+TransformerBlock::TransformerBlock(const ModelConfig& config, Generator& gen,
+                                   std::shared_ptr<Generator> dropout_gen, BlockAttention attention)
+    : pre_norm_(config.block.pre_norm) {
+  if (config.feed_forward.d_ff < 0) {
     throw ConfigError(
         "TransformerBlock: d_ff must be positive, or 0 for attention-only blocks, got " +
-        std::to_string(config.d_ff));
+        std::to_string(config.feed_forward.d_ff));
   }
-  activation_kind(config.activation);  // a misspelt activation is an error with or without ffn
-  const int64_t c = config.attention.d_model;
-  const auto add_norm = [&, norm = &norm_kind(config.norm)](const char* name) {
-    return register_module(name, norm->make(c, config.attention.bias));
+  // A misspelt activation is an error with or without ffn.
+  activation_kind(config.feed_forward.activation);
+  const auto add_norm = [&](const char* name) {
+    return register_module(name, make_norm(config.d_model, config));
   };
   ln1 = add_norm("ln1");
-  attn = register_module("attn",
-                         std::make_shared<MultiHeadAttention>(config.attention, gen, dropout_gen));
-  if (config.cross_attention) {
+  attn = register_module(
+      "attn", std::make_shared<MultiHeadAttention>(attention_config(config), gen, dropout_gen));
+  if (attention == BlockAttention::SelfAndCross) {
     ln_cross = add_norm("ln_cross");
-    cross_attn = register_module(
-        "cross_attn", std::make_shared<MultiHeadAttention>(config.attention, gen, dropout_gen));
+    cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(
+                                                   attention_config(config), gen, dropout_gen));
   }
-  if (config.d_ff > 0) {
+  if (config.feed_forward.d_ff > 0) {
     ln2 = add_norm("ln2");
-    ffn = register_module("ffn",
-                          std::make_shared<FeedForward>(c, config.d_ff, gen, 0.0, nullptr,
-                                                        config.attention.bias, config.activation));
+    ffn = register_module("ffn", make_feed_forward(config, gen));
   }
   drop_ = register_module("drop", std::make_shared<Dropout>(config.dropout, dropout_gen));
 }
 
-Tensor TransformerBlock::sublayer(const Tensor& h, const LayerNorm* norm, const char* name,
+Tensor TransformerBlock::sublayer(const Tensor& h, const Norm* norm, const char* name,
                                   const char* out_point,
                                   const std::function<Tensor(const Tensor&)>& body) const {
   const auto normalized = [norm](const Tensor& x) { return norm ? norm->forward(x) : x; };

@@ -1,10 +1,11 @@
 // TransformerBlock: attention and feed-forward sublayers with residual connections.
 //
-// Pre-LayerNorm (default):  x = x + attn(ln1(x));  x = x + ffn(ln2(x))
-// Post-LayerNorm (Vaswani et al.): x = ln1(x + attn(x));  x = ln2(x + ffn(x))
+// Pre-norm (default):  x = x + attn(ln1(x));  x = x + ffn(ln2(x))
+// Post-norm (Vaswani et al.): x = ln1(x + attn(x));  x = ln2(x + ffn(x))
 // A decoder block of an encoder-decoder model adds cross-attention over the encoder output
-// (`memory`) between the two, with its own LayerNorm (ln_cross). With norm "none" both wirings
-// are plain residual sums, x = x + attn(x); x = x + ffn(x); with d_ff = 0 the block is
+// (`memory`) between the two, with its own norm (ln_cross). The norms and the feed-forward are
+// the registered modules the config names (nn/module_registry.h). With norm "none" both
+// wirings are plain residual sums, x = x + attn(x); x = x + ffn(x); with d_ff = 0 the block is
 // attention-only (no ffn, no ln2).
 #pragma once
 
@@ -14,24 +15,24 @@
 
 #include "nn/attention.h"
 #include "nn/layers.h"
+#include "nn/model_options.h"
 
 namespace gradlab::nn {
 
-struct BlockConfig {
-  AttentionConfig attention;  // its `bias` also sets the LayerNorm and feed-forward biases
-  int64_t d_ff = 256;         // 0: no feed-forward sublayer (attention-only)
-  bool pre_norm = true;
-  std::string norm = kLayerNorm;   // a row of norm_kinds() (nn/layers.h)
-  std::string activation = kGelu;  // a row of activation_kinds(), for the feed-forward
-  bool cross_attention = false;
-  double dropout = 0.0;  // after each sublayer, before the residual addition
-};
+// What a block's attention reads: itself, or itself and then the encoder's output.
+enum class BlockAttention { Self, SelfAndCross };
+
+// The attention of a model built from config (its width, heads, biases and dropout).
+AttentionConfig attention_config(const ModelConfig& config);
 
 class TransformerBlock : public Module {
  public:
-  // Throws ConfigError for a negative d_ff or an unknown norm or activation.
-  TransformerBlock(const BlockConfig& config, Generator& gen,
-                   std::shared_ptr<Generator> dropout_gen = nullptr);
+  // The block of a model built from config; dropout after each sublayer, before the residual
+  // addition, draws from dropout_gen. Throws ConfigError for a negative d_ff or a norm,
+  // feed-forward or activation that is not registered.
+  TransformerBlock(const ModelConfig& config, Generator& gen,
+                   std::shared_ptr<Generator> dropout_gen = nullptr,
+                   BlockAttention attention = BlockAttention::Self);
 
   // x [B, T, C]; memory [B, S, C] is required exactly when the block has cross-attention.
   // With self_weights, stores the self-attention weights [B, H, T, T] there; with
@@ -44,14 +45,14 @@ class TransformerBlock : public Module {
   // cache (causal, no cross-attention, evaluation mode). Appends to the cache.
   Tensor forward_incremental(const Tensor& x, KVCache& cache) const;
 
-  std::shared_ptr<LayerNorm> ln1, ln_cross, ln2;  // null with norm "none"; ln2 without ffn
+  std::shared_ptr<Norm> ln1, ln_cross, ln2;  // null with norm "none"; ln2 without ffn
   std::shared_ptr<MultiHeadAttention> attn, cross_attn;
-  std::shared_ptr<FeedForward> ffn;  // null when d_ff = 0
+  std::shared_ptr<Sublayer> ffn;  // null when d_ff = 0
 
  private:
   // h plus body of the sublayer, with its norm (if any) before (pre-LN) or after (post-LN); the
   // sublayer's output (after dropout, before the sum) is the hook point out_point.
-  Tensor sublayer(const Tensor& h, const LayerNorm* norm, const char* name, const char* out_point,
+  Tensor sublayer(const Tensor& h, const Norm* norm, const char* name, const char* out_point,
                   const std::function<Tensor(const Tensor&)>& body) const;
   // h, then the feed-forward sublayer when the block has one.
   Tensor feed_forward(const Tensor& h) const;

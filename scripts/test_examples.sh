@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Release build (build/) into a temporary prefix, moves the prefix elsewhere (the
 # package must not remember where it was installed), then configures, builds and runs every
-# project in examples/ against it with find_package(gradlab). Then the adder runs again with a
-# checkpoint directory and is sent SIGTERM once it has trained a step: it must stop with exit 0
-# and a checkpoint, which the installed gradlab inspects and decodes raw token ids with. Fails
-# on the first error.
+# project in examples/ against it with find_package(gradlab) (custom_module registers a norm of
+# its own, trains the copy model with it, reloads its checkpoint and checks its gradient). Then
+# the adder runs again with a checkpoint directory and is sent SIGTERM once it has trained a
+# step: it must stop with exit 0 and a checkpoint, which the installed gradlab inspects and
+# decodes raw token ids with. Fails on the first error.
 #
 #   ./scripts/test_examples.sh     (after ./scripts/bootstrap.sh)
 set -euo pipefail

@@ -43,9 +43,9 @@ inline nn::ModelConfig small_net(const std::string& kind) {
   net.vocab_size = kVocabulary;
   net.max_len = nn::positions_needed(kind, kPrompt, kAnswer);
   net.d_model = 8;
-  net.num_heads = 2;
+  net.attention.num_heads = 2;
   net.num_layers = 1;
-  net.d_ff = 12;
+  net.feed_forward.d_ff = 12;
   net.init = nn::kGpt2Init;
   return net;
 }

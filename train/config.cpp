@@ -12,6 +12,7 @@
 #include "data/tasks.h"
 #include "nn/initialisation.h"
 #include "nn/layers.h"
+#include "nn/module_registry.h"
 #include "train/memory.h"
 
 namespace gradlab::train {
@@ -83,7 +84,9 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
     return help;
   };
   static const std::string init_help = rows_help(nn::init_kinds());
-  static const std::string norm_help = rows_help(nn::norm_kinds());
+  static const std::string norm_help = rows_help(nn::norm_registry().rows());
+  static const std::string feed_forward_help =
+      "the blocks' feed-forward sublayer; " + rows_help(nn::feed_forward_registry().rows());
   static const std::string activation_help =
       "the feed-forward's nonlinearity; " + rows_help(nn::activation_kinds());
   std::vector<ConfigField> fields{{"task", &c.task.name, task_help.c_str()}};
@@ -91,13 +94,13 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
   const std::vector<ConfigField> model_fields{
       {"model", &c.model, model_help.c_str()},
       {"d-model", &c.net.d_model, "model width C"},
-      {"heads", &c.net.num_heads, "attention heads H (must divide d-model)"},
-      {"kv-heads", &c.net.num_kv_heads, "K/V heads (0: same as heads; 1: multi-query)"},
+      {"heads", &c.net.attention.num_heads, "attention heads H (must divide d-model)"},
+      {"kv-heads", &c.net.attention.num_kv_heads, "K/V heads (0: same as heads; 1: multi-query)"},
       {"layers", &c.net.num_layers, "transformer blocks (seq2seq: per encoder and decoder)"},
-      {"d-ff", &c.net.d_ff, "feed-forward hidden width F (0: attention-only blocks)"},
+      {"d-ff", &c.net.feed_forward.d_ff, "feed-forward hidden width F (0: attention-only blocks)"},
       {"dropout", &c.net.dropout, "dropout probability"},
-      {"pre-norm", &c.net.pre_norm, "pre-LayerNorm blocks (false: post-LayerNorm)"},
-      {"learned-positions", &c.net.learned_positions,
+      {"pre-norm", &c.net.block.pre_norm, "pre-LayerNorm blocks (false: post-LayerNorm)"},
+      {"learned-positions", &c.net.embedding.learned_positions,
        "learned position embedding (false: sinusoidal)"},
   };
   const std::vector<ConfigField> loop_fields{
@@ -135,11 +138,11 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
   // Added after the others: kept last, so that /config keeps its order.
   const std::vector<ConfigField> model_options{
       {"bias", &c.net.bias, "biases in every Linear and LayerNorm", true, true},
-      {"tie-embeddings", &c.net.tie_embeddings, "the output head shares the token embedding matrix",
-       true, true},
+      {"tie-embeddings", &c.net.embedding.tie_embeddings,
+       "the output head shares the token embedding matrix", true, true},
       {"init", &c.net.init, init_help.c_str(), true, true},
-      {"norm", &c.net.norm, norm_help.c_str(), true, true},
-      {"activation", &c.net.activation, activation_help.c_str(), true, true},
+      {"norm", &c.net.norm.kind, norm_help.c_str(), true, true},
+      {"activation", &c.net.feed_forward.activation, activation_help.c_str(), true, true},
   };
   const std::vector<ConfigField> later_loop_fields{
       {"stop-on-loss-spike", &c.stop_on_loss_spike,
@@ -147,10 +150,19 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
        "spikes of long full-batch runs pass, as grokking needs; non-finite values always stop it)",
        true, true},
   };
+  // The newest model options, after everything else for the same reason.
+  const std::vector<ConfigField> newer_model_options{
+      {"final-norm", &c.net.norm.final,
+       "a norm before the head (and after the encoder) (false: the head reads the residual "
+       "stream)",
+       true, true},
+      {"feed-forward", &c.net.feed_forward.kind, feed_forward_help.c_str(), true, true},
+  };
   fields.insert(fields.end(), model_fields.begin(), model_fields.end());
   if (loop) fields.insert(fields.end(), loop_fields.begin(), loop_fields.end());
   fields.insert(fields.end(), model_options.begin(), model_options.end());
   if (loop) fields.insert(fields.end(), later_loop_fields.begin(), later_loop_fields.end());
+  fields.insert(fields.end(), newer_model_options.begin(), newer_model_options.end());
   return fields;
 }
 
@@ -230,21 +242,28 @@ void check_fields(const RunConfig& c) {
     }
   };
   check_kind("--init", nn::init_kind, c.net.init);
-  check_kind("--norm", nn::norm_kind, c.net.norm);
-  check_kind("--activation", nn::activation_kind, c.net.activation);
+  check_kind(
+      "--norm", [](const std::string& n) { nn::norm_registry().find(n); }, c.net.norm.kind);
+  check_kind(
+      "--feed-forward", [](const std::string& n) { nn::feed_forward_registry().find(n); },
+      c.net.feed_forward.kind);
+  check_kind("--activation", nn::activation_kind, c.net.feed_forward.activation);
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
-  check(c.net.num_heads > 0, "--heads must be positive, got " + format_number(c.net.num_heads));
-  check(c.net.d_model % c.net.num_heads == 0, "--d-model " + format_number(c.net.d_model) +
-                                                  " is not divisible by --heads " +
-                                                  format_number(c.net.num_heads));
-  check(c.net.num_kv_heads >= 0,
-        "--kv-heads must not be negative, got " + format_number(c.net.num_kv_heads));
-  check(c.net.num_kv_heads == 0 || c.net.num_heads % c.net.num_kv_heads == 0,
-        "--heads " + format_number(c.net.num_heads) + " is not divisible by --kv-heads " +
-            format_number(c.net.num_kv_heads));
+  check(c.net.attention.num_heads > 0,
+        "--heads must be positive, got " + format_number(c.net.attention.num_heads));
+  check(c.net.d_model % c.net.attention.num_heads == 0,
+        "--d-model " + format_number(c.net.d_model) + " is not divisible by --heads " +
+            format_number(c.net.attention.num_heads));
+  check(c.net.attention.num_kv_heads >= 0,
+        "--kv-heads must not be negative, got " + format_number(c.net.attention.num_kv_heads));
+  check(c.net.attention.num_kv_heads == 0 ||
+            c.net.attention.num_heads % c.net.attention.num_kv_heads == 0,
+        "--heads " + format_number(c.net.attention.num_heads) + " is not divisible by --kv-heads " +
+            format_number(c.net.attention.num_kv_heads));
   check(c.net.num_layers > 0, "--layers must be positive, got " + format_number(c.net.num_layers));
-  check(c.net.d_ff >= 0, "--d-ff must be positive, or 0 for attention-only blocks, got " +
-                             format_number(c.net.d_ff));
+  check(c.net.feed_forward.d_ff >= 0,
+        "--d-ff must be positive, or 0 for attention-only blocks, got " +
+            format_number(c.net.feed_forward.d_ff));
   check(c.net.dropout >= 0 && c.net.dropout < 1,
         "--dropout must be in [0, 1), got " + format_number(c.net.dropout));
   if (task->training_set_size() > 0) {
@@ -294,20 +313,22 @@ void finalize(RunConfig& c) {
   // names what to make smaller. T is the longest sequence (the positions the model needs);
   // attention scores count only where they are kept: the tiled kernel that long sequences take
   // without dropout never holds them (nn::longest_keys_with_weights).
-  const std::string model = flag("--d-model", c.net.d_model), ff = flag("--d-ff", c.net.d_ff),
+  const std::string model = flag("--d-model", c.net.d_model),
+                    ff = flag("--d-ff", c.net.feed_forward.d_ff),
                     batch = flag("--batch-size", c.batch_size), length = task->length_flag(),
                     vocabulary = task->vocabulary_flag();
   const int64_t B = batch_rows(c), T = positions, C = c.net.d_model, V = vocab_size;
   check_elements("[C, C] weights", {C, C}, {model});
-  check_elements("[C, d_ff] weights", {C, c.net.d_ff}, {model, ff});
+  check_elements("[C, d_ff] weights", {C, c.net.feed_forward.d_ff}, {model, ff});
   check_elements("the [vocabulary, C] embedding", {V, C}, {vocabulary, model});
   check_elements("[B, T, C] activations", {B, T, C}, {batch, length, model});
-  check_elements("[B, T, d_ff] activations", {B, T, c.net.d_ff}, {batch, length, ff});
+  check_elements("[B, T, d_ff] activations", {B, T, c.net.feed_forward.d_ff}, {batch, length, ff});
   check_elements("[B, T, vocabulary] logits", {B, T, V}, {batch, length, vocabulary});
   const int64_t K = nn::model_footprint(c.model, c.net).longest_keys_with_weights;
-  std::vector<std::string> score_flags{batch, flag("--heads", c.net.num_heads), length};
+  std::vector<std::string> score_flags{batch, flag("--heads", c.net.attention.num_heads), length};
   if (c.net.dropout > 0) score_flags.push_back("--dropout " + format_number(c.net.dropout));
-  check_elements("[B, H, T, T] attention scores", {B, c.net.num_heads, K, K}, score_flags);
+  check_elements("[B, H, T, T] attention scores", {B, c.net.attention.num_heads, K, K},
+                 score_flags);
   const data::HeldoutSize heldout = task->heldout_size(c.eval_size, T);
   check_elements(heldout.what, {heldout.rows, heldout.positions}, {heldout.flag, length});
   c.schedule.d_model = c.net.d_model;

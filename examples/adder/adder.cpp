@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   net.vocab_size = kVocabulary;
   net.max_len = nn::positions_needed("decoder", kPromptLength, kAnswerLength);
   net.d_model = 64;
-  net.num_heads = 4;
+  net.attention.num_heads = 4;
   net.num_layers = 2;
   const std::shared_ptr<nn::SequenceModel> model = nn::make_sequence_model("decoder", net);
 

@@ -42,9 +42,9 @@ int main() {
   net.vocab_size = kSymbols + 1;
   net.max_len = nn::positions_needed("decoder", kLength, kLength);
   net.d_model = 32;
-  net.num_heads = 4;
+  net.attention.num_heads = 4;
   net.num_layers = 2;
-  net.d_ff = 64;
+  net.feed_forward.d_ff = 64;
   const std::shared_ptr<nn::SequenceModel> model = nn::make_sequence_model("decoder", net);
   const auto data = std::make_shared<ReverseData>(model);
   train::TrainerOptions options;
@@ -65,12 +65,13 @@ int main() {
   const nn::SequenceBatch heldout = data->heldout();
   const double intact = model->loss(heldout).item();
   std::printf("intact held-out loss %.4f\n\nloss with one head's z zeroed:\n        ", intact);
-  for (int64_t h = 0; h < net.num_heads; ++h) std::printf("  head %lld", static_cast<long long>(h));
+  for (int64_t h = 0; h < net.attention.num_heads; ++h)
+    std::printf("  head %lld", static_cast<long long>(h));
   double worst = intact;
   int64_t worst_layer = -1, worst_head = -1;
   for (int64_t layer = 0; layer < net.num_layers; ++layer) {
     std::printf("\nlayer %lld", static_cast<long long>(layer));
-    for (int64_t head = 0; head < net.num_heads; ++head) {
+    for (int64_t head = 0; head < net.attention.num_heads; ++head) {
       const std::string point = "blocks." + std::to_string(layer) + ".attn.hook_z";
       const Tensor logits = nn::run_with_hooks(
           *model, heldout, {{point, [&](const Tensor& z, const std::string&) {

@@ -262,8 +262,8 @@ train::RunConfig tiny_config(const std::string& model, const std::string& task, 
   c.task.name = task;
   c.task.length = length;
   c.net.d_model = 16;
-  c.net.d_ff = 16;
-  c.net.num_heads = 2;
+  c.net.feed_forward.d_ff = 16;
+  c.net.attention.num_heads = 2;
   c.net.num_layers = 1;
   c.batch_size = batch_size;
   c.eval_size = eval_size;

@@ -184,10 +184,10 @@ TEST(InductionTraining, ShortRunFormsAnInductionHead) {
   train::RunConfig c;
   c.task = induction_config(8, 32);
   c.net.d_model = 32;
-  c.net.num_heads = 2;
+  c.net.attention.num_heads = 2;
   c.net.num_layers = 2;
-  c.net.d_ff = 0;
-  c.net.norm = "none";
+  c.net.feed_forward.d_ff = 0;
+  c.net.norm.kind = "none";
   c.batch_size = 32;
   c.eval_size = 128;
   c.schedule.lr = 3e-3;

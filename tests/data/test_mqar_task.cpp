@@ -252,7 +252,7 @@ TEST(MqarTraining, SmallModelLearnsToRecall) {
   RunConfig c;
   c.task = mqar_config(4, 32, 16);
   c.net.d_model = 64;
-  c.net.num_heads = 4;
+  c.net.attention.num_heads = 4;
   c.net.num_layers = 2;
   c.batch_size = 32;
   c.eval_size = 256;

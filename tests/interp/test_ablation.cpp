@@ -16,8 +16,8 @@ train::RunConfig trained_config(const std::string& model, int64_t eval_size = 64
   c.model = model;
   c.task.length = 4;
   c.net.d_model = 24;
-  c.net.num_heads = 3;
-  c.net.d_ff = 40;
+  c.net.attention.num_heads = 3;
+  c.net.feed_forward.d_ff = 40;
   c.batch_size = 16;
   c.eval_size = eval_size;
   train::finalize(c);
@@ -86,7 +86,7 @@ TEST(Ablation, ZeroingAHeadIsZeroingItsColumnsOfTheOutputProjection) {
     auto trainer = trained(config);
     const AblationResults results =
         interp::ablate_each_part(held_out(*trainer), interp::AblationMode::zero);
-    const int64_t head_dim = config.net.d_model / config.net.num_heads;
+    const int64_t head_dim = config.net.d_model / config.net.attention.num_heads;
     const std::string prefix = std::string(model) == "decoder" ? "blocks." : "decoder.";
     for (const AblatedPart& part : results.parts) {
       if (!part.point.starts_with(prefix + "1.")) continue;
@@ -98,7 +98,7 @@ TEST(Ablation, ZeroingAHeadIsZeroingItsColumnsOfTheOutputProjection) {
                      (part.head + 1) * head_dim);
       } else {
         const std::string block = module;
-        zero_columns(edited->model(), block + ".ffn.fc2.weight", 0, config.net.d_ff);
+        zero_columns(edited->model(), block + ".ffn.fc2.weight", 0, config.net.feed_forward.d_ff);
         zero_columns(edited->model(), block + ".ffn.fc2.bias", 0, config.net.d_model);
       }
       const train::Metrics m = edited->evaluate();
@@ -126,10 +126,10 @@ TEST(Ablation, KnockingOutASetTogetherIsRemovingItFromTheWeights) {
     const train::Metrics together =
         interp::ablate_together(held_out(*trainer), interp::AblationMode::zero, set);
     auto edited = trained(config);
-    const int64_t head_dim = config.net.d_model / config.net.num_heads;
+    const int64_t head_dim = config.net.d_model / config.net.attention.num_heads;
     zero_columns(edited->model(), attention + ".out_proj.weight", 0, head_dim);
     zero_columns(edited->model(), attention + ".out_proj.weight", 2 * head_dim, 3 * head_dim);
-    zero_columns(edited->model(), block + "0.ffn.fc2.weight", 0, config.net.d_ff);
+    zero_columns(edited->model(), block + "0.ffn.fc2.weight", 0, config.net.feed_forward.d_ff);
     zero_columns(edited->model(), block + "0.ffn.fc2.bias", 0, config.net.d_model);
     const train::Metrics m = edited->evaluate();
     EXPECT_NEAR(together.loss, m.loss, 1e-5 * (1 + m.loss)) << model;

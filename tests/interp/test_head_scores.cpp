@@ -26,10 +26,10 @@ ModelConfig unequal_config() {
   return {.vocab_size = 11,
           .max_len = 13,
           .d_model = 12,
-          .num_heads = 3,
           .num_layers = 2,
-          .d_ff = 20,
-          .seed = 5};
+          .seed = 5,
+          .attention = {.num_heads = 3},
+          .feed_forward = {.d_ff = 20}};
 }
 
 void scale(Tensor tensor, double factor) {

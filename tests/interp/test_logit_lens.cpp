@@ -24,11 +24,11 @@ ModelConfig lens_config(bool pre_norm = true) {
   return {.vocab_size = 7,
           .max_len = 9,
           .d_model = 12,
-          .num_heads = 3,
           .num_layers = 3,
-          .d_ff = 20,
-          .pre_norm = pre_norm,
-          .seed = 5};
+          .seed = 5,
+          .attention = {.num_heads = 3},
+          .feed_forward = {.d_ff = 20},
+          .block = {.pre_norm = pre_norm}};
 }
 
 std::shared_ptr<SequenceModel> lens_model(const std::string& kind, DType dtype,
@@ -104,8 +104,9 @@ std::vector<double> unembed_by_hand(const DecoderLM& model, const std::vector<do
                                     const std::vector<double>& statistics) {
   const size_t width = static_cast<size_t>(model.config().d_model);
   const size_t vocab = static_cast<size_t>(model.config().vocab_size);
-  const std::vector<double> gain = model.ln_f->weight.to_vector();
-  const std::vector<double> shift = model.ln_f->bias.to_vector();
+  const auto& ln_f = dynamic_cast<const LayerNorm&>(*model.ln_f);
+  const std::vector<double> gain = ln_f.weight.to_vector();
+  const std::vector<double> shift = ln_f.bias.to_vector();
   const std::vector<double> head = model.head->weight.to_vector();  // [V, C]
   const std::vector<double> head_bias = model.head->bias.to_vector();
   std::vector<double> logits;
@@ -119,8 +120,7 @@ std::vector<double> unembed_by_hand(const DecoderLM& model, const std::vector<do
     std::vector<double> normalized(width);
     for (size_t c = 0; c < width; ++c) {
       normalized[c] =
-          (residual[row * width + c] - mean) / std::sqrt(variance + model.ln_f->eps) * gain[c] +
-          shift[c];
+          (residual[row * width + c] - mean) / std::sqrt(variance + ln_f.eps) * gain[c] + shift[c];
     }
     for (size_t v = 0; v < vocab; ++v) {
       double sum = head_bias[v];

@@ -24,11 +24,10 @@ ModelConfig config(int64_t num_kv_heads = 0) {
   return {.vocab_size = 7,
           .max_len = 9,
           .d_model = 12,
-          .num_heads = 4,
-          .num_kv_heads = num_kv_heads,
           .num_layers = 2,
-          .d_ff = 20,
-          .seed = 5};
+          .seed = 5,
+          .attention = {.num_heads = 4, .num_kv_heads = num_kv_heads},
+          .feed_forward = {.d_ff = 20}};
 }
 
 std::shared_ptr<SequenceModel> model_of(const std::string& kind, DType dtype,

@@ -76,7 +76,11 @@ void check_case(const std::string& case_name, DType dtype) {
     module = std::move(attn);
   } else {
     auto block = std::make_unique<nn::TransformerBlock>(
-        nn::BlockConfig{.attention = attention, .d_ff = ref.attr_int(case_name, "d_ff")}, gen);
+        nn::ModelConfig{
+            .d_model = attention.d_model,
+            .attention = {.num_heads = attention.num_heads, .num_kv_heads = attention.num_kv_heads},
+            .feed_forward = {.d_ff = ref.attr_int(case_name, "d_ff")}},
+        gen);
     load_parameters(*block, ref, case_name, dtype);
     output = block->forward(query, masks);
     module = std::move(block);

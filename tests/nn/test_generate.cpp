@@ -20,11 +20,10 @@ ModelConfig small_model(bool pre_norm = true) {
   c.vocab_size = 11;
   c.max_len = 16;
   c.d_model = 24;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
+  c.attention = {.num_heads = 4, .num_kv_heads = 2};
   c.num_layers = 2;
-  c.d_ff = 40;
-  c.pre_norm = pre_norm;
+  c.feed_forward.d_ff = 40;
+  c.block.pre_norm = pre_norm;
   c.seed = 5;
   return c;
 }

@@ -22,11 +22,10 @@ ModelConfig small_config(int64_t num_heads = 3, int64_t num_kv_heads = 0) {
   return {.vocab_size = 7,
           .max_len = 9,
           .d_model = 12,
-          .num_heads = num_heads,
-          .num_kv_heads = num_kv_heads,
           .num_layers = 2,
-          .d_ff = 20,
-          .seed = 3};
+          .seed = 3,
+          .attention = {.num_heads = num_heads, .num_kv_heads = num_kv_heads},
+          .feed_forward = {.d_ff = 20}};
 }
 
 std::shared_ptr<SequenceModel> small_model(const std::string& kind, DType dtype,
@@ -156,10 +155,11 @@ void expect_cache_matches_composed_forward(DType dtype) {
   EXPECT_TRUE(allclose(summed, trace.output, 1e-5, 1e-6));
   const Tensor mid = cache.at("blocks.0.hook_resid_mid");
   EXPECT_TRUE(same_values(mid, x + summed));
-  const Tensor pre = block.ffn->fc1->forward(block.ln2->forward(mid));
+  const auto& ffn = dynamic_cast<const FeedForward&>(*block.ffn);
+  const Tensor pre = ffn.fc1->forward(block.ln2->forward(mid));
   EXPECT_TRUE(same_values(cache.at("blocks.0.ffn.hook_pre"), pre));
   EXPECT_TRUE(same_values(cache.at("blocks.0.ffn.hook_post"), gelu(pre)));
-  const Tensor mlp_out = block.ffn->fc2->forward(gelu(pre));
+  const Tensor mlp_out = ffn.fc2->forward(gelu(pre));
   EXPECT_TRUE(same_values(cache.at("blocks.0.hook_mlp_out"), mlp_out));
   EXPECT_TRUE(same_values(cache.at("blocks.0.hook_resid_post"), mid + mlp_out));
   EXPECT_TRUE(same_values(cache.at("blocks.1.hook_resid_pre"), mid + mlp_out));

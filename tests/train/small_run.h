@@ -10,7 +10,7 @@ inline train::RunConfig small_run_config() {
   train::RunConfig c;
   c.task.length = 4;
   c.net.d_model = 32;
-  c.net.d_ff = 64;
+  c.net.feed_forward.d_ff = 64;
   c.batch_size = 16;
   c.eval_size = 64;
   train::finalize(c);

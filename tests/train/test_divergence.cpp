@@ -28,7 +28,7 @@ RunConfig small_config(double lr) {
   RunConfig c;
   c.task.length = 4;
   c.net.d_model = 32;
-  c.net.d_ff = 64;
+  c.net.feed_forward.d_ff = 64;
   c.batch_size = 16;
   c.eval_size = 64;
   c.schedule.lr = lr;

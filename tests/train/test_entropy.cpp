@@ -28,9 +28,9 @@ TEST(Entropy, HeldOutBitsPerCharacterMatchTheSourcesEntropyRate) {
   config.task.text.data = path;
   config.task.text.context = 16;
   config.net.d_model = 32;
-  config.net.num_heads = 2;
+  config.net.attention.num_heads = 2;
   config.net.num_layers = 1;
-  config.net.d_ff = 64;
+  config.net.feed_forward.d_ff = 64;
   config.batch_size = 32;
   config.schedule.lr = 3e-3;
   config.schedule.warmup_steps = 50;
@@ -80,9 +80,9 @@ TEST(Entropy, EvaluationReadsTheWindowsItIsConfiguredFor) {
     config.task.text.data = path;
     config.task.text.context = 12;
     config.net.d_model = 16;
-    config.net.num_heads = 2;
+    config.net.attention.num_heads = 2;
     config.net.num_layers = 1;
-    config.net.d_ff = 24;
+    config.net.feed_forward.d_ff = 24;
     config.batch_size = 7;  // evaluation runs in chunks of the batch size
     config.task.text.eval_iters = 30;
     config.task.text.eval_full = full;

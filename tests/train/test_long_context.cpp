@@ -25,7 +25,7 @@ RunConfig long_run(int64_t length, double dropout) {
   RunConfig c;
   c.task.length = length;
   c.net.d_model = 16;
-  c.net.num_heads = 8;
+  c.net.attention.num_heads = 8;
   c.net.num_layers = 1;
   c.net.dropout = dropout;
   c.batch_size = 1;

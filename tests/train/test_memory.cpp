@@ -43,13 +43,13 @@ TEST(Memory, TheParameterCountIsTheModelsOwn) {
     config.model = c.model;
     config.task.length = 5;  // unequal sizes everywhere: V 12, C 24, H 4, F 40 (or 0), L 3
     config.net.d_model = 24;
-    config.net.num_kv_heads = c.kv_heads;
-    config.net.d_ff = c.d_ff;
-    config.net.norm = c.norm;
+    config.net.attention.num_kv_heads = c.kv_heads;
+    config.net.feed_forward.d_ff = c.d_ff;
+    config.net.norm.kind = c.norm;
     config.net.num_layers = 3;
     config.net.bias = c.bias;
-    config.net.tie_embeddings = c.tie;
-    config.net.learned_positions = c.learned;
+    config.net.embedding.tie_embeddings = c.tie;
+    config.net.embedding.learned_positions = c.learned;
     finalize(config);
     const auto model = nn::make_sequence_model(config.model, config.net);
     EXPECT_EQ(nn::model_footprint(config.model, config.net).parameters,

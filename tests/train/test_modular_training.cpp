@@ -28,8 +28,8 @@ RunConfig modular_run(int64_t modulus, double train_fraction) {
   c.task.train_fraction = train_fraction;
   c.net.num_layers = 1;
   c.net.d_model = 32;
-  c.net.num_heads = 4;
-  c.net.d_ff = 64;
+  c.net.attention.num_heads = 4;
+  c.net.feed_forward.d_ff = 64;
   c.batch_size = 0;
   c.threads = 1;
   finalize(c);
@@ -58,7 +58,7 @@ TEST_F(ModularTraining, EvaluationScoresTheTrainingSetToo) {
   RunConfig copy;
   copy.task.length = 3;
   copy.net.d_model = 16;
-  copy.net.d_ff = 16;
+  copy.net.feed_forward.d_ff = 16;
   copy.batch_size = 4;
   copy.eval_size = 8;
   finalize(copy);
@@ -104,7 +104,7 @@ TEST_F(ModularTraining, ResumeIsBitIdentical) {
 // Release pass (a training run to a result, scripts/test.sh).
 TEST_F(ModularTraining, GrokkingTrainingSetIsLearnedLongBeforeTheHeldOutSet) {
   RunConfig config = modular_run(23, 0.6);
-  config.net.d_ff = 128;
+  config.net.feed_forward.d_ff = 128;
   config.optimizer.weight_decay = 2;
   config.schedule.lr = 3e-3;
   config.schedule.warmup_steps = 10;

@@ -35,9 +35,9 @@ RunConfig tiny_run(int64_t batch_size) {
   config.task.length = 3;
   config.task.num_symbols = 4;
   config.net.d_model = 8;
-  config.net.num_heads = 2;
+  config.net.attention.num_heads = 2;
   config.net.num_layers = 1;
-  config.net.d_ff = 8;
+  config.net.feed_forward.d_ff = 8;
   config.batch_size = batch_size;
   config.eval_size = 4;
   finalize(config);

@@ -78,9 +78,9 @@ TEST(ProgramCheckpoint, ARunsOwnConfigIsKept) {
   config.task.length = 2;
   config.task.num_symbols = 3;
   config.net.d_model = 8;
-  config.net.num_heads = 2;
+  config.net.attention.num_heads = 2;
   config.net.num_layers = 1;
-  config.net.d_ff = 8;
+  config.net.feed_forward.d_ff = 8;
   config.batch_size = 2;
   config.eval_size = 2;
   finalize(config);

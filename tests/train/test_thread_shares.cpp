@@ -32,7 +32,7 @@ RunConfig config_of(const std::string& model, double dropout) {
   c.model = model;
   c.task.length = 5;
   c.net.d_model = 24;
-  c.net.d_ff = 40;
+  c.net.feed_forward.d_ff = 40;
   c.net.dropout = dropout;
   c.batch_size = 13;  // odd: the shares differ by a row
   c.eval_size = 50;   // 4 chunks of 13 rows, the last short

@@ -34,9 +34,9 @@ RunConfig toy_run(int64_t d_ff, const std::string& norm, const std::string& acti
   RunConfig c;
   c.task.length = 4;
   c.net.d_model = 32;
-  c.net.d_ff = d_ff;
-  c.net.norm = norm;
-  c.net.activation = activation;
+  c.net.feed_forward.d_ff = d_ff;
+  c.net.norm.kind = norm;
+  c.net.feed_forward.activation = activation;
   c.batch_size = 16;
   c.eval_size = 64;
   c.threads = 1;
@@ -57,37 +57,38 @@ TEST(ToyModelRuns, EachOptionRoundTripsThroughACheckpointBitForBit) {
   for (const RunConfig& config :
        {toy_run(0, nn::kNoNorm, nn::kGelu), toy_run(48, nn::kNoNorm, nn::kRelu),
         toy_run(0, nn::kLayerNorm, nn::kRelu)}) {
-    SCOPED_TRACE("d_ff " + std::to_string(config.net.d_ff) + ", norm " + config.net.norm +
-                 ", activation " + config.net.activation);
+    SCOPED_TRACE("d_ff " + std::to_string(config.net.feed_forward.d_ff) + ", norm " +
+                 config.net.norm.kind + ", activation " + config.net.feed_forward.activation);
     Trainer trainer(config);
     for (int i = 0; i < 2; ++i) trainer.train_step();
     TempDir dir;
     const std::string path = dir.file("toy.h5");
     save_checkpoint(path, trainer.checkpoint());
     const std::vector<ConfigEntry> saved = read_checkpoint(path).config;
-    EXPECT_EQ(entry(saved, "d-ff"), ConfigValue(config.net.d_ff));
-    EXPECT_EQ(entry(saved, "norm"), ConfigValue(config.net.norm));
-    EXPECT_EQ(entry(saved, "activation"), ConfigValue(config.net.activation));
+    EXPECT_EQ(entry(saved, "d-ff"), ConfigValue(config.net.feed_forward.d_ff));
+    EXPECT_EQ(entry(saved, "norm"), ConfigValue(config.net.norm.kind));
+    EXPECT_EQ(entry(saved, "activation"), ConfigValue(config.net.feed_forward.activation));
 
     const LoadedRun loaded = load_run(path);
-    EXPECT_EQ(loaded.config.net.d_ff, config.net.d_ff);
-    EXPECT_EQ(loaded.config.net.norm, config.net.norm);
-    EXPECT_EQ(loaded.config.net.activation, config.net.activation);
+    EXPECT_EQ(loaded.config.net.feed_forward.d_ff, config.net.feed_forward.d_ff);
+    EXPECT_EQ(loaded.config.net.norm.kind, config.net.norm.kind);
+    EXPECT_EQ(loaded.config.net.feed_forward.activation, config.net.feed_forward.activation);
     NoGradGuard no_grad;
     const nn::SequenceBatch& batch = trainer.heldout();
     EXPECT_EQ(loaded.trainer->model().forward(batch).to_vector(),
               trainer.model().forward(batch).to_vector());
     const std::string file = to_config_file(config);
-    EXPECT_TRUE(contains(file, "\nnorm = " + config.net.norm + "\n")) << file;
-    EXPECT_TRUE(contains(file, "\nactivation = " + config.net.activation + "\n")) << file;
+    EXPECT_TRUE(contains(file, "\nnorm = " + config.net.norm.kind + "\n")) << file;
+    EXPECT_TRUE(contains(file, "\nactivation = " + config.net.feed_forward.activation + "\n"))
+        << file;
   }
 }
 
 TEST(ToyModelRuns, ACheckpointFromBeforeTheOptionsLoadsWithTheDefaults) {
   const LoadedRun run = load_run(fixture("pre-registry-copy.h5"));
-  EXPECT_EQ(run.config.net.norm, nn::kLayerNorm);
-  EXPECT_EQ(run.config.net.activation, nn::kGelu);
-  EXPECT_EQ(run.config.net.d_ff, 32);
+  EXPECT_EQ(run.config.net.norm.kind, nn::kLayerNorm);
+  EXPECT_EQ(run.config.net.feed_forward.activation, nn::kGelu);
+  EXPECT_EQ(run.config.net.feed_forward.d_ff, 32);
 }
 
 // Olsson et al.'s setting: 2 attention-only layers, no LayerNorm, learn to copy.

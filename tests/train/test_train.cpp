@@ -49,7 +49,7 @@ RunConfig small_config(const std::string& model = "decoder", double dropout = 0.
   c.model = model;
   c.task.length = 4;
   c.net.d_model = 32;
-  c.net.d_ff = 64;
+  c.net.feed_forward.d_ff = 64;
   c.net.dropout = dropout;
   c.batch_size = 16;
   c.eval_size = 64;
@@ -285,9 +285,9 @@ RunConfig task_config(const std::string& task, const std::string& model) {
   c.task.name = task;
   c.task.length = 5;
   c.net.d_model = 32;
-  c.net.d_ff = 64;
+  c.net.feed_forward.d_ff = 64;
   c.net.num_layers = 2;
-  c.net.num_heads = 4;
+  c.net.attention.num_heads = 4;
   c.batch_size = 32;
   c.eval_size = 256;
   c.steps = 600;

@@ -46,8 +46,8 @@ int explain_example() {
   attn.forward_with_weights(x, x, {}, &trace);
 
   std::printf(
-      "Multi-head attention, step by step (seed 000): B = 1, T = 3, C = 4, H = 2, D = 2,\n"
-      "W_Q = W_K = W_V = W_O = I (no biases). Shapes drop the batch axis B = 1.\n");
+      "Multi-head attention, step by step (the worked 3x4 example): B = 1, T = 3, C = 4, H = 2,\n"
+      "D = 2, W_Q = W_K = W_V = W_O = I (no biases). Shapes drop the batch axis B = 1.\n");
   print_step("1. Input X", "[T, C]", {3, 4});
   print_matrix(reshape(x, {3, 4}));
   print_step("2. Q = X W_Q, K = X W_K, V = X W_V (all equal X here)", "[T, C]", {3, 4});
@@ -77,7 +77,7 @@ int explain_example() {
   std::printf("\n9. Output Y = concat W_O (W_O = I)  [T, C] = [3,4]\n");
   print_matrix(reshape(trace.output, {3, 4}));
   std::printf(
-      "\nThe seed sums rounded weights and prints 0.7518 for head 1, row 3; the exact value\n"
+      "\nThe tutorial sums rounded weights and prints 0.7518 for head 1, row 3; the exact value\n"
       "is %.4f.\n",
       head_of(trace.head_outputs, 0).at({2, 0}));
   return kExitOk;

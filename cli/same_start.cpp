@@ -51,7 +51,7 @@ int check_same_start(const RunConfig& config, const data::Task& task, const Trai
       std::cerr << "gradlab train: rank " << (other - all.begin()) << " of " << group.size()
                 << " has a different " << what
                 << " than rank 0; every process must run the same gradlab, command line and "
-                   "files (see the README: Training on several processes or machines)\n";
+                   "files (see docs/parallel.md: Several processes or machines)\n";
     }
     return kExitFailure;
   }

@@ -95,7 +95,7 @@ int check_same_command(const std::string& command, const std::string& version,
                        (check.readable ? "runs " + *other + ", rank 0 " + all[0]
                                        : "has a different gradlab binary than rank 0") +
                        "; every process of a job must run the same gradlab and command (see "
-                       "the README: Training on several processes or machines)\n"
+                       "docs/parallel.md: Several processes or machines)\n"
                 << std::flush;
     }
     return kExitFailure;

@@ -19,14 +19,14 @@ namespace test_hook_point_table {
 
 // H = 4 query heads over KV = 2 K/V heads; every axis size differs (C = 12, D = 3, F = 20).
 std::shared_ptr<SequenceModel> grouped_model(const std::string& kind) {
-  std::shared_ptr<SequenceModel> model = make_sequence_model(kind, {.vocab_size = 7,
-                                                                    .max_len = 9,
-                                                                    .d_model = 12,
-                                                                    .num_heads = 4,
-                                                                    .num_kv_heads = 2,
-                                                                    .num_layers = 2,
-                                                                    .d_ff = 20,
-                                                                    .seed = 5});
+  std::shared_ptr<SequenceModel> model =
+      make_sequence_model(kind, {.vocab_size = 7,
+                                 .max_len = 9,
+                                 .d_model = 12,
+                                 .num_layers = 2,
+                                 .seed = 5,
+                                 .attention = {.num_heads = 4, .num_kv_heads = 2},
+                                 .feed_forward = {.d_ff = 20}});
   model->to(DType::Float64);
   model->eval();
   return model;

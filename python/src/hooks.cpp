@@ -92,7 +92,7 @@ void bind_hooks(py::module_& m) {
       py::arg("model"), py::arg("tokens"), py::arg("source"), py::arg("targets"),
       py::arg("fwd_hooks"), py::arg("loss"));
 
-  // The C++ side of python/bench_hooks.py: seconds per run_with_cache call without Python.
+  // The C++ side of examples/python/bench_hooks.py: seconds per run_with_cache call without Python.
   m.def(
       "time_run_with_cache",
       [](Checkpoint& c, const py::handle& tokens, const std::vector<std::string>& patterns,

@@ -31,3 +31,10 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/gradlabConfigVersion.cmak
 install(FILES ${PROJECT_BINARY_DIR}/gradlabConfig.cmake
   ${PROJECT_BINARY_DIR}/gradlabConfigVersion.cmake
   DESTINATION ${gradlab_package_dir})
+
+# The Python package (python/CMakeLists.txt): the extension module and the pure-Python files.
+if(GRADLAB_PYTHON)
+  install(TARGETS gradlab_python LIBRARY DESTINATION ${GRADLAB_PYTHON_INSTALL_DIR}/gradlab)
+  install(DIRECTORY python/gradlab/ DESTINATION ${GRADLAB_PYTHON_INSTALL_DIR}/gradlab
+    FILES_MATCHING PATTERN "*.py")
+endif()

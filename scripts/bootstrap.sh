@@ -24,6 +24,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
   python3
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-hypothesis
 )
 
 build_dir=build

@@ -1,0 +1,14 @@
+"""gradlab in Python: load a trained model, run it with hooks and caches (TransformerLens's
+names), train, and use the instruments; the C++ engine (gradlab._native) does every computation.
+docs/python.md describes the API."""
+
+from gradlab import tasks
+from gradlab._model import ActivationCache, HookPoint, HookedModel, load
+from gradlab._native import Tensor, get_num_threads, set_num_threads, tensor
+from gradlab._instruments import ablate, heads, lens, patch, read_dataset
+from gradlab._train import train
+
+__all__ = [
+    "ActivationCache", "HookPoint", "HookedModel", "Tensor", "ablate", "get_num_threads", "heads",
+    "lens", "load", "patch", "read_dataset", "set_num_threads", "tasks", "tensor", "train",
+]

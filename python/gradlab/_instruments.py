@@ -1,0 +1,39 @@
+"""The instruments of gradlab's interp/ as functions: head scores, the logit lens, ablation,
+activation patching; and reading the datasets of the files gradlab's commands write."""
+
+import os
+
+from gradlab import _filters, _native
+
+
+def heads(model, length=0, sequences=64, seed=0):
+    """Previous-token, duplicate-token and induction scores of every head, as `gradlab heads`:
+    {pattern point: {"induction": [H], ...}}."""
+    options = _native.HeadScoreOptions()
+    options.length, options.sequences, options.seed = length, sequences, seed
+    return _native.heads(model._native, options)
+
+
+def lens(model, tokens, source=None):
+    """The logit lens: {"embed" or "blocks.<i>": logits [B, T, V]}, the last the model's."""
+    return _native.lens(model._native, tokens, source)
+
+
+def ablate(path, mode="zero", parts=None):
+    """Held-out metrics of a checkpoint with each head and feed-forward sublayer knocked out in
+    turn (as `gradlab ablate`), or with parts [(point, head)] knocked out together."""
+    return _native.ablate(os.fspath(path), mode, list(parts or []))
+
+
+def patch(model, clean, corrupt, names_filter, metric, per_position=False, source_clean=None,
+          source_corrupt=None):
+    """metric(logits) of the corrupted run with each site of the points names_filter names (one
+    per head, and per position with per_position) patched from the clean run."""
+    names = _native.hook_point_names(model._native)
+    return _native.patch(model._native, clean, corrupt, source_clean, source_corrupt,
+                         _filters.patterns(names_filter, names), per_position, metric)
+
+
+def read_dataset(path, name):
+    """A numeric dataset of an HDF5 file gradlab wrote (`gradlab activations`, `lens`)."""
+    return _native.read_dataset(os.fspath(path), name)

@@ -1,0 +1,73 @@
+// What the files of python/src/ share: the functions that declare each part of the library to
+// Python, and the conversions between numpy arrays and the library's tensors and token arrays.
+// pybind11 appears here and in python/ only, never in a library header.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "autograd/indices.h"
+#include "autograd/tensor.h"
+#include "data/task.h"
+#include "data/text.h"
+#include "nn/hooks.h"
+#include "nn/sequence_model.h"
+#include "train/config.h"
+
+namespace gradlab::python {
+
+namespace py = pybind11;
+
+void bind_errors(py::module_& m);
+void bind_arrays(py::module_& m);
+void bind_models(py::module_& m);
+void bind_hooks(py::module_& m);
+void bind_training(py::module_& m);
+void bind_instruments(py::module_& m);
+
+// A numpy array sharing t's values (no copy), writable, keeping t's storage alive for as long
+// as the array (or any view of it) lives.
+py::array to_numpy(const Tensor& t);
+// A tensor holding a copy of a float32 or float64 array's values; throws TypeError for another
+// dtype. `what` names the array in messages.
+Tensor from_numpy(const py::handle& array, const std::string& what);
+// Token ids: any numpy integer array (or sequence of ints) of shape [B, T] or [T] (one
+// sequence), as [B, T]. Throws TypeError for a float array, ValueError for an empty batch or
+// another rank, IndexError for an id outside [0, vocab_size).
+Indices to_tokens(const py::handle& tokens, int64_t vocab_size, const std::string& what);
+py::array_t<int64_t> indices_to_numpy(const Indices& indices);
+
+// A checkpoint opened for Python: its run configuration, its model and its task (a text
+// model's vocabulary). One loader for every kind of checkpoint the command line reads.
+struct Checkpoint {
+  train::RunConfig config;
+  std::shared_ptr<nn::SequenceModel> model;
+  std::shared_ptr<const data::Task> task;
+  // A language model's tokenizer; none for a toy task.
+  const data::Vocabulary* vocabulary() const;
+  // Set once Python holds writable views of the parameters: the model's caches of derived
+  // values (stacked weights) are then refreshed before every run (mark_parameters_written).
+  bool views_out = false;
+  void mark_parameters_written();
+  // The model's hook points for longest_batch, listed once: their names are the same for
+  // every batch.
+  const std::vector<nn::HookPointInfo>& points();
+  std::vector<nn::HookPointInfo> points_;
+};
+std::shared_ptr<Checkpoint> load_checkpoint(const std::string& path);
+
+// The batch the model reads for tokens [B, T] (and source [B, S] for the encoder-decoder):
+// targets are `targets` when given, else each position's next token (the last one ignored).
+nn::SequenceBatch make_batch(const Checkpoint& checkpoint, const py::handle& tokens,
+                             const py::handle& source, const py::handle& targets);
+
+// A batch of one sequence of the longest layout the model reads (token 0 throughout): for
+// listing its hook points without tokens.
+nn::SequenceBatch longest_batch(const Checkpoint& checkpoint);
+
+}  // namespace gradlab::python

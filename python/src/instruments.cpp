@@ -1,0 +1,183 @@
+// The instruments of interp/ for Python, each a library call whose results become numpy arrays
+// and dicts: head scores, the logit lens, ablation and activation patching; and the reading of
+// the float datasets of the files gradlab's commands write (activations, lens), for programs
+// without h5py.
+#include <H5Cpp.h>
+
+#include "autograd/graph.h"
+#include "interp/ablation.h"
+#include "interp/head_scores.h"
+#include "interp/logit_lens.h"
+#include "interp/patching.h"
+#include "python/src/bindings.h"
+#include "train/trainer.h"
+
+namespace gradlab::python {
+namespace {
+
+py::dict metrics_dict(const train::Metrics& m) {
+  py::dict d;
+  d["loss"] = m.loss;
+  d["token_accuracy"] = m.token_accuracy;
+  d["exact_match"] = m.exact_match;
+  for (const train::PartLoss& part : m.parts) d[py::str(part.name + "_loss")] = part.loss;
+  return d;
+}
+
+}  // namespace
+
+void bind_instruments(py::module_& m) {
+  m.def(
+      "heads",
+      [](Checkpoint& c, const interp::HeadScoreOptions& options) {
+        c.mark_parameters_written();
+        std::vector<interp::LayerHeadScores> scores;
+        {
+          py::gil_scoped_release release;
+          scores = interp::head_scores(*c.model, options);
+        }
+        c.model->eval();
+        py::dict out;
+        for (const interp::LayerHeadScores& s : scores) {
+          py::dict d;
+          d["previous_token"] = py::array(py::cast(s.previous_token));
+          d["duplicate_token"] = py::array(py::cast(s.duplicate_token));
+          d["induction"] = py::array(py::cast(s.induction));
+          out[py::str(s.point)] = d;
+        }
+        return out;
+      },
+      py::arg("model"), py::arg("options"));
+  py::class_<interp::HeadScoreOptions>(m, "HeadScoreOptions")
+      .def(py::init<>())
+      .def_readwrite("length", &interp::HeadScoreOptions::length)
+      .def_readwrite("sequences", &interp::HeadScoreOptions::sequences)
+      .def_readwrite("seed", &interp::HeadScoreOptions::seed);
+
+  m.def(
+      "lens",
+      [](Checkpoint& c, const py::handle& tokens, const py::handle& source) {
+        const nn::SequenceBatch batch = make_batch(c, tokens, source, py::none());
+        c.mark_parameters_written();
+        std::vector<interp::LensLayer> lens;
+        {
+          py::gil_scoped_release release;
+          NoGradGuard no_graph;
+          lens = interp::logit_lens(*c.model, batch);
+        }
+        py::dict out;
+        for (const interp::LensLayer& layer : lens)
+          out[py::str(layer.name)] = to_numpy(layer.logits);
+        return out;
+      },
+      py::arg("model"), py::arg("tokens"), py::arg("source"));
+
+  m.def(
+      "ablate",
+      [](const std::string& path, const std::string& mode_name,
+         const std::vector<std::pair<std::string, int64_t>>& together) {
+        const interp::AblationModeRow* mode = nullptr;
+        std::string names;
+        for (const interp::AblationModeRow& row : interp::ablation_modes()) {
+          if (mode_name == row.name) mode = &row;
+          names += (names.empty() ? "" : ", ") + std::string(row.name);
+        }
+        if (!mode) throw py::value_error("ablate: mode '" + mode_name + "' is not one of " + names);
+        const train::LoadedRun run = train::load_run(path);
+        py::dict out;
+        if (!together.empty()) {
+          std::vector<interp::ModelPart> parts;
+          for (const auto& [point, head] : together) parts.push_back({point, head});
+          py::gil_scoped_release release;
+          const train::Metrics intact = run.trainer->evaluate();
+          const train::Metrics ablated = interp::ablate_together(*run.trainer, mode->id, parts);
+          py::gil_scoped_acquire gil;
+          out["intact"] = metrics_dict(intact);
+          out["ablated"] = metrics_dict(ablated);
+          return out;
+        }
+        interp::AblationResults results;
+        {
+          py::gil_scoped_release release;
+          results = interp::ablate_each_part(*run.trainer, mode->id);
+        }
+        out["intact"] = metrics_dict(results.intact);
+        py::list parts;
+        for (const interp::AblatedPart& part : results.parts) {
+          py::dict d = metrics_dict(part.metrics);
+          d["point"] = part.point;
+          d["head"] = part.head;
+          parts.append(d);
+        }
+        out["parts"] = parts;
+        return out;
+      },
+      py::arg("path"), py::arg("mode"), py::arg("together"));
+
+  m.def(
+      "patch",
+      [](Checkpoint& c, const py::handle& clean, const py::handle& corrupt,
+         const py::handle& source_clean, const py::handle& source_corrupt,
+         const std::vector<std::string>& patterns, bool per_position, py::function metric) {
+        const nn::SequenceBatch a = make_batch(c, clean, source_clean, py::none());
+        const nn::SequenceBatch b = make_batch(c, corrupt, source_corrupt, py::none());
+        nn::HookFilter filter = [&] {
+          try {
+            return nn::any_of_points(c.points(), patterns, "patch");
+          } catch (const ConfigError& e) {
+            throw py::key_error(e.what());
+          }
+        }();
+        const std::vector<interp::PatchSite> sites =
+            interp::patch_sites(c.points(), filter, per_position);
+        c.mark_parameters_written();
+        interp::PatchedMetrics result;
+        {
+          py::gil_scoped_release release;
+          result = interp::patch_each(*c.model, a, b, sites, [&](const Tensor& logits) {
+            py::gil_scoped_acquire gil;
+            return metric(to_numpy(logits)).cast<double>();
+          });
+        }
+        py::list rows;
+        for (const interp::PatchSite& s : sites)
+          rows.append(py::make_tuple(s.point, s.head, s.position));
+        py::dict out;
+        out["clean"] = result.clean;
+        out["corrupt"] = result.corrupt;
+        out["sites"] = rows;
+        out["patched"] = py::array(py::cast(result.patched));
+        return out;
+      },
+      py::arg("model"), py::arg("clean"), py::arg("corrupt"), py::arg("source_clean"),
+      py::arg("source_corrupt"), py::arg("patterns"), py::arg("per_position"), py::arg("metric"));
+
+  m.def(
+      "read_dataset",
+      [](const std::string& path, const std::string& name) -> py::array {
+        try {
+          H5::Exception::dontPrint();
+          const H5::H5File file(path, H5F_ACC_RDONLY);
+          const H5::DataSet set = file.openDataSet(name);
+          const H5::DataSpace space = set.getSpace();
+          std::vector<hsize_t> dims(space.getSimpleExtentNdims());
+          space.getSimpleExtentDims(dims.data());
+          const std::vector<py::ssize_t> shape(dims.begin(), dims.end());
+          const auto read = [&]<class T>(const H5::PredType& type) {
+            py::array_t<T> out(shape);
+            set.read(out.mutable_data(), type);
+            return out;
+          };
+          if (set.getTypeClass() == H5T_INTEGER)
+            return read.operator()<int64_t>(H5::PredType::NATIVE_INT64);
+          if (set.getDataType().getSize() == 8)
+            return read.operator()<double>(H5::PredType::NATIVE_DOUBLE);
+          return read.operator()<float>(H5::PredType::NATIVE_FLOAT);
+        } catch (const H5::Exception&) {
+          throw py::key_error(path + ": no numeric dataset '" + name + "'");
+        }
+      },
+      py::arg("path"), py::arg("name"), "a numeric dataset of an HDF5 file gradlab wrote");
+}
+
+}  // namespace gradlab::python

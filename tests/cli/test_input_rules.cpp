@@ -17,7 +17,7 @@
 #include "tests/cli_runner.h"
 #include "tests/test_helpers.h"
 #include "train/checkpoint.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 
 namespace gradlab::train {
 namespace test_input_rules {
@@ -284,7 +284,7 @@ TEST_F(InputRules, EveryConfigFileIsAccepted) {
     std::ifstream in(entry.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (contains(text, "task = text")) args = with(args, {"--data", text_file_});
-    EXPECT_EQ(cli::parse_train(args), -1);
+    EXPECT_EQ(cli::find_command("train")->parse(args), -1);
   }
   EXPECT_GE(seen, 9);
 }

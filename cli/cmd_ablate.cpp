@@ -252,9 +252,11 @@ int run_ablate(AblateArgs& a) {
   return kExitOk;
 }
 
-const CommandRow ablate_row{
-    command_row<AblateArgs>("ablate", "held-out metrics with each head and ffn knocked out in turn",
-                            {"--checkpoint", "--data"}, parse_ablate, run_ablate)};
+const CommandRow ablate_row{"ablate",
+                            "held-out metrics with each head and ffn knocked out in turn",
+                            {"--checkpoint", "--data"},
+                            parse_ablate,
+                            run_ablate};
 
 }  // namespace
 

@@ -95,9 +95,11 @@ int run_activations(ActivationsArgs& a) {
   return kExitOk;
 }
 
-const CommandRow activations_row{command_row<ActivationsArgs>(
-    "activations", "activations (and gradients) at hook points, to HDF5",
-    {"--checkpoint", "--names"}, parse_activations, run_activations)};
+const CommandRow activations_row{"activations",
+                                 "activations (and gradients) at hook points, to HDF5",
+                                 {"--checkpoint", "--names"},
+                                 parse_activations,
+                                 run_activations};
 
 }  // namespace
 

@@ -51,9 +51,11 @@ int run_attention(AttentionArgs& a) {
   return kExitOk;
 }
 
-const CommandRow attention_row{
-    command_row<AttentionArgs>("attention", "attention weights of every layer and head, to HDF5",
-                               {"--checkpoint"}, parse_attention, run_attention)};
+const CommandRow attention_row{"attention",
+                               "attention weights of every layer and head, to HDF5",
+                               {"--checkpoint"},
+                               parse_attention,
+                               run_attention};
 
 }  // namespace
 

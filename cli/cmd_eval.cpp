@@ -62,9 +62,11 @@ int run_eval(EvalArgs& a) {
   return kExitOk;
 }
 
-const CommandRow eval_row{command_row<EvalArgs>("eval",
-                                                "metrics of a checkpoint on the held-out set",
-                                                {"--checkpoint", "--data"}, parse_eval, run_eval)};
+const CommandRow eval_row{"eval",
+                          "metrics of a checkpoint on the held-out set",
+                          {"--checkpoint", "--data"},
+                          parse_eval,
+                          run_eval};
 
 }  // namespace
 

@@ -237,9 +237,11 @@ int run_explain(ExplainArgs& a) {
   }
 }
 
-const CommandRow explain_row{
-    command_row<ExplainArgs>("explain", "multi-head attention step by step, and its shape walk",
-                             {"--shapes"}, parse_explain, run_explain)};
+const CommandRow explain_row{"explain",
+                             "multi-head attention step by step, and its shape walk",
+                             {"--shapes"},
+                             parse_explain,
+                             run_explain};
 
 }  // namespace
 

@@ -78,9 +78,11 @@ int run_gradcheck(GradcheckArgs& a) {
   return all_passed ? kExitOk : kExitFailure;
 }
 
-const CommandRow gradcheck_row{
-    command_row<GradcheckArgs>("gradcheck", "check every op's gradient against central differences",
-                               {}, parse_gradcheck, run_gradcheck)};
+const CommandRow gradcheck_row{"gradcheck",
+                               "check every op's gradient against central differences",
+                               {},
+                               parse_gradcheck,
+                               run_gradcheck};
 
 }  // namespace
 

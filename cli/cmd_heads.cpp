@@ -30,11 +30,11 @@ struct HeadsArgs {
         checkpoint, {.help = "also write the scores to this (new) HDF5 file", .required = false});
     add_checkpoint_options(checkpoint);
   }
+  interp::HeadScoreOptions scores;
   CheckpointArgs checkpoint{
       "gradlab heads: previous-token, duplicate-token and induction scores of every attention "
       "head, on n random tokens repeated twice (docs/hooks.md)\nOptions"};
   const boost::program_options::options_description& options = checkpoint.options;
-  interp::HeadScoreOptions scores;
 };
 
 int parse_heads(const Arguments& args, HeadsArgs& a) {
@@ -131,9 +131,11 @@ int run_heads(HeadsArgs& a) {
   return kExitOk;
 }
 
-const CommandRow heads_row{command_row<HeadsArgs>(
-    "heads", "previous-token, duplicate-token and induction scores of every head",
-    {"--checkpoint", "--sequences", "--length"}, parse_heads, run_heads)};
+const CommandRow heads_row{"heads",
+                           "previous-token, duplicate-token and induction scores of every head",
+                           {"--checkpoint", "--sequences", "--length"},
+                           parse_heads,
+                           run_heads};
 
 }  // namespace
 

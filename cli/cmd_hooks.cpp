@@ -56,9 +56,11 @@ int run_hooks(HooksArgs& a) {
   return kExitOk;
 }
 
-const CommandRow hooks_row{
-    command_row<HooksArgs>("hooks", "the hook points of a checkpoint's model, with their shapes",
-                           {"--checkpoint"}, parse_hooks, run_hooks)};
+const CommandRow hooks_row{"hooks",
+                           "the hook points of a checkpoint's model, with their shapes",
+                           {"--checkpoint"},
+                           parse_hooks,
+                           run_hooks};
 
 }  // namespace
 

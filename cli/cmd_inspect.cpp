@@ -70,9 +70,11 @@ int run_inspect(InspectArgs& a) {
   return kExitOk;
 }
 
-const CommandRow inspect_row{
-    command_row<InspectArgs>("inspect", "configuration and parameter table of a checkpoint",
-                             {"--checkpoint"}, parse_inspect, run_inspect)};
+const CommandRow inspect_row{"inspect",
+                             "configuration and parameter table of a checkpoint",
+                             {"--checkpoint"},
+                             parse_inspect,
+                             run_inspect};
 
 }  // namespace
 

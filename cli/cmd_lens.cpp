@@ -98,9 +98,11 @@ int run_lens(LensArgs& a) {
   return kExitOk;
 }
 
-const CommandRow lens_row{
-    command_row<LensArgs>("lens", "the logit lens: what each layer would predict, per position",
-                          {"--checkpoint", "--top"}, parse_lens, run_lens)};
+const CommandRow lens_row{"lens",
+                          "the logit lens: what each layer would predict, per position",
+                          {"--checkpoint", "--top"},
+                          parse_lens,
+                          run_lens};
 
 }  // namespace
 

@@ -221,9 +221,11 @@ int run_patch(PatchArgs& a) {
   return kExitOk;
 }
 
-const CommandRow patch_row{command_row<PatchArgs>(
-    "patch", "activation patching: a clean run's activations in a corrupted run",
-    {"--checkpoint", "--names"}, parse_patch, run_patch)};
+const CommandRow patch_row{"patch",
+                           "activation patching: a clean run's activations in a corrupted run",
+                           {"--checkpoint", "--names"},
+                           parse_patch,
+                           run_patch};
 
 }  // namespace
 

@@ -40,9 +40,11 @@ int run_predict(PredictArgs& a) {
   return kExitOk;
 }
 
-const CommandRow predict_row{
-    command_row<PredictArgs>("predict", "greedy decoding of one prompt with a checkpoint",
-                             {"--checkpoint"}, parse_predict, run_predict)};
+const CommandRow predict_row{"predict",
+                             "greedy decoding of one prompt with a checkpoint",
+                             {"--checkpoint"},
+                             parse_predict,
+                             run_predict};
 
 }  // namespace
 

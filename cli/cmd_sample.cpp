@@ -82,9 +82,11 @@ int run_sample(SampleArgs& a) {
   return kExitOk;
 }
 
-const CommandRow sample_row{
-    command_row<SampleArgs>("sample", "generate text with a language model checkpoint",
-                            {"--checkpoint", "--tokens"}, parse_sample, run_sample)};
+const CommandRow sample_row{"sample",
+                            "generate text with a language model checkpoint",
+                            {"--checkpoint", "--tokens"},
+                            parse_sample,
+                            run_sample};
 
 }  // namespace
 

@@ -344,12 +344,13 @@ int run_train(Options& opts) {
   return kExitOk;
 }
 
-const CommandRow train_row{
-    command_row<Options>("train", "train a transformer on a toy task or a text file (the main job)",
-                         {"--batch-size", "--eval-size", "--length", "--symbols", "--context",
-                          "--eval-iters", "--modulus", "--train-fraction", "--d-model", "--d-ff",
-                          "--heads", "--layers", "--config", "--resume", "--data"},
-                         parse_train, run_train)};
+const CommandRow train_row{"train",
+                           "train a transformer on a toy task or a text file (the main job)",
+                           {"--batch-size", "--eval-size", "--length", "--symbols", "--context",
+                            "--eval-iters", "--modulus", "--train-fraction", "--d-model", "--d-ff",
+                            "--heads", "--layers", "--config", "--resume", "--data"},
+                           parse_train,
+                           run_train};
 
 }  // namespace
 

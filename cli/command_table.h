@@ -40,11 +40,6 @@ const std::vector<Command>& commands();
 // The row named name, or nullptr.
 const Command* find_command(const std::string& name);
 
-// Adds a row to the table: a command's file holds one, at namespace scope.
-struct CommandRow {
-  explicit CommandRow(Command row);
-};
-
 // The row of a command whose arguments are an Args: Args() declares its options in a member
 // `options` (bound to its other members), parse(args, a) reads and checks them (-1 to go on, or
 // an exit code), run(a) does the work.
@@ -68,6 +63,17 @@ Command command_row(std::string name, std::string summary, std::vector<std::stri
             return parse(args, a);
           }};
 }
+
+// Adds a row to the table: a command's file holds one, at namespace scope, either a Command or
+// what command_row takes.
+struct CommandRow {
+  explicit CommandRow(Command row);
+  template <class Args>
+  CommandRow(std::string name, std::string summary, std::vector<std::string> sizing_flags,
+             int (*parse)(const Arguments&, Args&), int (*run)(Args&))
+      : CommandRow(command_row(std::move(name), std::move(summary), std::move(sizing_flags), parse,
+                               run)) {}
+};
 
 // The long names of a command's flags, in the order --help shows them ("--checkpoint").
 std::vector<std::string> flags_of(const Command& command);

@@ -14,7 +14,7 @@
 // What counts as a bug: any crash or sanitizer report; a return value other than -1 (go on),
 // 0 (--help, which prints the options to stdout) or 2 (usage error: stderr starts with
 // "gradlab <command>: " and shows the options); any exception other than the CheckpointError of
-// a bad --resume file or of a special file given as a checkpoint (run_<command> lets that one
+// a bad --resume file or of a special file given as a checkpoint (the command's run lets that one
 // reach main, which exits 1). Opening the FIFO would wait forever: that is a hang.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "autograd/error.h"
-#include "train/checkpoint.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
@@ -89,7 +89,7 @@ void make_workdir() {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   make_workdir();
-  // Where parse_train's --config could otherwise wait for input.
+  // Where train's parse-only entry's --config could otherwise wait for input.
   if (std::freopen("/dev/null", "r", stdin) == nullptr) bug("cannot reopen stdin");
   return 0;
 }

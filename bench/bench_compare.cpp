@@ -78,9 +78,10 @@ void BM_TrainStep(benchmark::State& state) {
   // The libtorch side hard-codes these; fail loudly if gradlab's defaults move away from them.
   const auto& n = config.net;
   if (config.model != spec.model || config.task.name != spec.task || n.d_model != spec.d_model ||
-      n.num_heads != spec.heads || n.num_layers != spec.layers || n.d_ff != spec.d_ff ||
-      n.vocab_size != spec.vocab || n.max_len != spec.max_len || n.dropout != 0.0 || !n.pre_norm ||
-      !n.learned_positions || config.batch_size != spec.batch || config.clip_norm != spec.clip ||
+      n.attention.num_heads != spec.heads || n.num_layers != spec.layers ||
+      n.feed_forward.d_ff != spec.d_ff || n.vocab_size != spec.vocab || n.max_len != spec.max_len ||
+      n.dropout != 0.0 || !n.block.pre_norm || !n.embedding.learned_positions ||
+      config.batch_size != spec.batch || config.clip_norm != spec.clip ||
       config.optimizer.name != spec.optimizer || config.schedule.lr != spec.lr ||
       config.schedule.warmup_steps != spec.warmup) {
     state.SkipWithError("gradlab's default RunConfig no longer matches bench_shared.h CopySpec");

@@ -1,3 +1,4 @@
+// The option groups of the commands that read a checkpoint, and the reading of their prompts.
 #include "cli/checkpoint_args.h"
 
 #include <algorithm>
@@ -38,7 +39,7 @@ std::optional<std::vector<int64_t>> parse_tokens(const std::string& text) {
 // Splits run.prompt, raw ids, into the prompt and its separator, and sizes the answer to the
 // positions the model has left; returns what is wrong with the ids, or "".
 std::string read_raw_ids(PromptedRun& run) {
-  const nn::ModelConfig& net = run.loaded.config.net;
+  const nn::ModelConfig& net = run.trained.config.net;
   if (run.prompt.size() < 2) {
     return "raw token ids: give at least 2 (the prompt and the id that ends it)";
   }
@@ -51,7 +52,7 @@ std::string read_raw_ids(PromptedRun& run) {
   run.separator = run.prompt.back();
   run.prompt.pop_back();
   const int64_t prompt_length = static_cast<int64_t>(run.prompt.size());
-  const std::string& kind = run.loaded.config.model;
+  const std::string& kind = run.trained.config.model;
   while (run.answer_length < net.max_len &&
          nn::positions_needed(kind, prompt_length, run.answer_length + 1) <= net.max_len) {
     ++run.answer_length;
@@ -68,8 +69,8 @@ std::string read_raw_ids(PromptedRun& run) {
 int read_text_prompt(const std::string& command, const CheckpointArgs& a,
                      const data::LanguageModelTask& language_model, const std::string& flag,
                      const std::string& text, PromptedRun& run) {
-  run.vocabulary = language_model.vocabulary();
-  if (const int code = encode_prompt(command, flag, *run.vocabulary, text, a.options, run.prompt);
+  if (const int code =
+          encode_prompt(command, flag, language_model.vocabulary(), text, a.options, run.prompt);
       code >= 0) {
     return code;
   }
@@ -129,11 +130,14 @@ int encode_prompt(const std::string& command, const std::string& flag,
   return -1;
 }
 
+void add_checkpoint_options(CheckpointArgs& a) {
+  add_help_option(a.options);
+  add_checkpoint_option(a.options, a.checkpoint);
+  add_threads_option(a.options, a.threads);
+}
+
 int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
                           CheckpointArgs& a) {
-  a.options.add_options()("help,h", "show this help")(
-      "checkpoint", po::value(&a.checkpoint)->required(), "checkpoint file (.h5)")(
-      "threads", po::value(&a.threads)->default_value(1), "OpenMP threads");
   if (const int code = parse_or_usage(command, args, a.options, a.vm); code >= 0) return code;
   if (const int code = check_threads(command, a.threads, a.options); code >= 0) return code;
   if (a.takes_text && a.vm.count("input") == a.vm.count("prompt")) {
@@ -146,13 +150,13 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
   return -1;
 }
 
-int read_prompt(const std::string& command, const CheckpointArgs& a, train::LoadedModel model,
+int read_prompt(const std::string& command, const CheckpointArgs& a, train::TrainedModel trained,
                 const std::string& flag, const std::string& text,
                 std::optional<PromptedRun>& loaded) {
-  const bool raw = data::task_kind(model.config.task.name).own_data;
-  const std::unique_ptr<data::Task> task = train::make_task(model.config);
-  if (const data::LanguageModelTask* language_model = task->language_model()) {
-    PromptedRun run{std::move(model), {}, 0, 0, std::nullopt, std::nullopt};
+  const bool raw = trained.own_data;
+  const std::shared_ptr<data::Task> task = trained.task;
+  if (const data::LanguageModelTask* language_model = trained.language_model()) {
+    PromptedRun run{std::move(trained), {}, 0, 0, std::nullopt};
     if (const int code = read_text_prompt(command, a, *language_model, flag, text, run);
         code >= 0) {
       return code;
@@ -165,7 +169,7 @@ int read_prompt(const std::string& command, const CheckpointArgs& a, train::Load
     return usage_error(command, flag + ": " + quote(text) + " is not a list of integers",
                        a.options);
   }
-  PromptedRun run{std::move(model), *tokens, 0, 0, std::nullopt, std::nullopt};
+  PromptedRun run{std::move(trained), *tokens, 0, 0, std::nullopt};
   if (raw) {
     if (const std::string problem = read_raw_ids(run); !problem.empty()) {
       return usage_error(command, flag + ": " + problem, a.options);
@@ -196,9 +200,8 @@ int read_prompt(const std::string& command, const CheckpointArgs& a, train::Load
 
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
                       std::optional<PromptedRun>& loaded) {
-  set_threads(static_cast<int>(a.threads));
-  train::LoadedModel model = train::load_model(a.checkpoint);
-  const bool language_model = train::make_task(model.config)->language_model() != nullptr;
+  train::TrainedModel trained = load_trained(a);
+  const bool language_model = trained.language_model() != nullptr;
   if (language_model && !a.takes_text) {
     throw ConfigError(a.checkpoint + ": a language model: " + command +
                       " reads a toy task's prompt; generate text with gradlab sample");
@@ -214,16 +217,24 @@ int load_prompted_run(const std::string& command, const CheckpointArgs& a,
         a.checkpoint + " is a toy task's model: give its prompt with --input, not --prompt",
         a.options);
   }
-  return language_model ? read_prompt(command, a, std::move(model), "--prompt", a.prompt, loaded)
-                        : read_prompt(command, a, std::move(model), "--input", a.input, loaded);
+  return language_model ? read_prompt(command, a, std::move(trained), "--prompt", a.prompt, loaded)
+                        : read_prompt(command, a, std::move(trained), "--input", a.input, loaded);
 }
 
-int parse_with_output(const std::string& command, const std::vector<std::string>& args,
-                      CheckpointArgs& a, const std::string& contents, const OutputFlag& flag) {
+void add_output_options(CheckpointArgs& a, const OutputFlag& flag) {
   auto* out = po::value(&a.out);
   if (flag.required) out->required();
   a.options.add_options()("out", out, flag.help)("overwrite", po::bool_switch(&a.overwrite),
                                                  "replace --out if it exists (never a checkpoint)");
+}
+
+train::TrainedModel load_trained(const CheckpointArgs& a) {
+  set_threads(static_cast<int>(a.threads));
+  return train::load_trained_model(a.checkpoint);
+}
+
+int parse_with_output(const std::string& command, const std::vector<std::string>& args,
+                      CheckpointArgs& a, const std::string& contents) {
   if (const int code = parse_with_checkpoint(command, args, a); code >= 0) return code;
   if (a.out.empty()) {
     return a.overwrite
@@ -255,7 +266,7 @@ int refuse_weights_above_limit(const std::string& command, const CheckpointArgs&
   // The longest sequence stands for Tq and Tk (an encoder's source may be the longer).
   const int64_t T =
       std::max(batch.inputs.shape.at(1), batch.source.shape.empty() ? 0 : batch.source.shape.at(1));
-  const int64_t H = run.loaded.model->config().attention.num_heads;
+  const int64_t H = run.trained.model->config().attention.num_heads;
   try {
     train::check_elements(
         "[B, H, T, T] attention weights", {1, H, T, T},
@@ -268,7 +279,7 @@ int refuse_weights_above_limit(const std::string& command, const CheckpointArgs&
 }
 
 nn::SequenceBatch answered_batch(const PromptedRun& run, std::vector<int64_t>& answer) {
-  nn::SequenceModel& model = *run.loaded.model;
+  nn::SequenceModel& model = *run.trained.model;
   if (run.text()) {
     const int64_t length = static_cast<int64_t>(run.prompt.size());
     const Indices inputs({1, length}, run.prompt);
@@ -301,7 +312,7 @@ std::string join(const std::vector<int64_t>& tokens) {
 std::string shown(const PromptedRun& run, const std::vector<int64_t>& tokens) {
   if (!run.text()) return join(tokens);
   std::string text;
-  for (const int64_t token : tokens) text += run.vocabulary->decode(token);
+  for (const int64_t token : tokens) text += run.trained.vocabulary->decode(token);
   return quote(text);
 }
 

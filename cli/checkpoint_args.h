@@ -1,6 +1,7 @@
-// What eval, predict, attention, activations and lens share: the --checkpoint and --threads
-// flags, and reading --input as a prompt of the checkpoint's task (or as raw token ids for a
-// checkpoint of a program's own data), or --prompt as a language model's text.
+// What the commands that read a checkpoint share: the option groups --checkpoint and --threads,
+// --input and --prompt, --out and --overwrite, and reading --input as a prompt of the
+// checkpoint's task (or as raw token ids for a checkpoint of a program's own data), or --prompt
+// as a language model's text.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -10,13 +11,16 @@
 
 #include "data/sequence_task.h"
 #include "data/text.h"
-#include "train/trainer.h"
+#include "train/trained_model.h"
 
 namespace gradlab::cli {
 
-// The command line of eval, predict or attention: the options and the values bound to them.
+// The command line of a command that reads a checkpoint: the options and the values bound to
+// them. A command's arguments derive from it and declare their options in their constructor:
+// the command's own, then the groups below (add_checkpoint_options last, as --help lists them).
 struct CheckpointArgs {
   explicit CheckpointArgs(const char* caption) : options(caption) {}
+  CheckpointArgs(const CheckpointArgs&) = delete;  // the options are bound to the members
   boost::program_options::options_description options;
   std::string checkpoint, input, prompt, out;
   int64_t threads = 1;
@@ -25,9 +29,13 @@ struct CheckpointArgs {
   boost::program_options::variables_map vm;
 };
 
-// Parses --checkpoint (required), --threads and the options already added to a.options;
-// returns -1 to go on or an exit code. Throws CheckpointError if --checkpoint names a special
-// file (require_checkpoint_file in options.h).
+// Adds --help, --checkpoint (required) and --threads.
+void add_checkpoint_options(CheckpointArgs& a);
+
+// Parses a.options (add_checkpoint_options' and the command's) and checks --threads and, with
+// add_prompt_options, that exactly one of --input and --prompt is given; returns -1 to go on or
+// an exit code. Throws CheckpointError if --checkpoint names a special file
+// (require_checkpoint_file in options.h).
 int parse_with_checkpoint(const std::string& command, const std::vector<std::string>& args,
                           CheckpointArgs& a);
 
@@ -39,14 +47,13 @@ int parse_with_checkpoint(const std::string& command, const std::vector<std::str
 // language model, --prompt's text as tokens of the checkpoint's vocabulary (no separator: the
 // model reads the text and says one token more).
 struct PromptedRun {
-  train::LoadedModel loaded;
+  train::TrainedModel trained;
   std::vector<int64_t> prompt;
   int64_t separator = 0;
   int64_t answer_length = 0;
   std::optional<std::vector<int64_t>> expected;  // the task's answer; none for raw ids or text
-  std::optional<data::Vocabulary> vocabulary;    // a language model's; none for a toy task
 
-  bool text() const { return vocabulary.has_value(); }
+  bool text() const { return trained.vocabulary.has_value(); }
 };
 
 // What --input means, for the help of predict and attention.
@@ -64,17 +71,18 @@ int encode_prompt(const std::string& command, const std::string& flag,
                   const boost::program_options::options_description& options,
                   std::vector<int64_t>& tokens);
 
-// Reads text, given with `flag`, as a prompt of model's task into `loaded`: a language model's
-// text, a toy task's prompt, or a program's raw ids; returns -1 to go on, or the usage exit code
-// after saying what is wrong with it, naming the flag.
-int read_prompt(const std::string& command, const CheckpointArgs& a, train::LoadedModel model,
+// Reads text, given with `flag`, as a prompt of the trained model's task into `loaded`: a
+// language model's text, a toy task's prompt, or a program's raw ids; returns -1 to go on, or
+// the usage exit code after saying what is wrong with it, naming the flag.
+int read_prompt(const std::string& command, const CheckpointArgs& a, train::TrainedModel trained,
                 const std::string& flag, const std::string& text,
                 std::optional<PromptedRun>& loaded);
 
-// Sets the OpenMP threads, loads a.checkpoint's model and reads a.input (or a.prompt) into
-// `loaded` (read_prompt); returns -1 to go on, or the usage exit code after saying what is wrong
-// with --input or --prompt (the flag the checkpoint does not take; text longer than the model's
-// context). Throws ConfigError for a language model's checkpoint when the command takes no
+// Sets the OpenMP threads and loads a.checkpoint's model (load_trained), and reads a.input (or
+// a.prompt) into `loaded` (read_prompt); returns -1 to go on, or the usage exit code after saying
+// what is wrong with --input or --prompt (the flag the checkpoint does not take; text longer than
+// the model's context). Throws ConfigError for a language model's checkpoint when the command takes
+// no
 // --prompt.
 int load_prompted_run(const std::string& command, const CheckpointArgs& a,
                       std::optional<PromptedRun>& loaded);
@@ -99,12 +107,19 @@ struct OutputFlag {
   bool required = true;  // else the command writes no file without it
 };
 
-// parse_with_checkpoint for a command that writes a file: adds --out and --overwrite, and
-// refuses an --out that may not be written (an existing file is replaced only with
-// --overwrite, a checkpoint never; contents names what the command writes in the message), and
-// --overwrite without an --out.
+// Adds --out and --overwrite, for a command that writes a file.
+void add_output_options(CheckpointArgs& a, const OutputFlag& flag = {});
+
+// parse_with_checkpoint for a command that writes a file (add_output_options): refuses an --out
+// that may not be written (an existing file is replaced only with --overwrite, a checkpoint
+// never; contents names what the command writes in the message), and --overwrite without an
+// --out.
 int parse_with_output(const std::string& command, const std::vector<std::string>& args,
-                      CheckpointArgs& a, const std::string& contents, const OutputFlag& flag = {});
+                      CheckpointArgs& a, const std::string& contents);
+
+// Sets the OpenMP threads to --threads and loads a.checkpoint (train::load_trained_model): the
+// one way a command reads a checkpoint's model.
+train::TrainedModel load_trained(const CheckpointArgs& a);
 
 // A flag that gives a language model text (--data FILE) is a usage error on the checkpoint of
 // a task that reads none: returns -1 when value is empty (the flag not given) or the checkpoint

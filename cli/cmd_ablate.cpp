@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "autograd/kinds.h"
-#include "autograd/threads.h"
 #include "cli/checkpoint_args.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "interp/ablation.h"
@@ -22,30 +22,33 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kAblateCaption =
-    "gradlab ablate: the held-out loss and accuracy with each head and each feed-forward "
-    "sublayer knocked out in turn (docs/hooks.md)\nOptions";
-
 struct AblateArgs {
-  CheckpointArgs checkpoint{kAblateCaption};
+  AblateArgs() {
+    const std::string modes = "how a part is knocked out: " + names_of(interp::ablation_modes()) +
+                              " (zero: its output set to zero; mean: to its mean over the "
+                              "held-out sequences, at each position)";
+    checkpoint.options.add_options()("mode", po::value(&mode)->default_value("zero"),
+                                     modes.c_str())(
+        "data", po::value(&data), "a language model: score on every token of this file instead")(
+        "together", po::value(&together)->multitoken(),
+        "also knock out these parts all at once, in the table's names: blocks.1.attn:2 (a "
+        "head), blocks.1.attn:0,2 or blocks.1.attn:* (heads), blocks.1.ffn (a feed-forward "
+        "sublayer)");
+    add_output_options(
+        checkpoint, {.help = "also write the table as CSV to this (new) file", .required = false});
+    add_checkpoint_options(checkpoint);
+  }
+  CheckpointArgs checkpoint{
+      "gradlab ablate: the held-out loss and accuracy with each head and each feed-forward "
+      "sublayer knocked out in turn (docs/hooks.md)\nOptions"};
+  const boost::program_options::options_description& options = checkpoint.options;
   std::string mode = "zero";
   std::string data;
   std::vector<std::string> together;
 };
 
-int parse_ablate_options(const std::vector<std::string>& args, AblateArgs& a) {
-  const std::string modes = "how a part is knocked out: " + names_of(interp::ablation_modes()) +
-                            " (zero: its output set to zero; mean: to its mean over the held-out "
-                            "sequences, at each position)";
-  a.checkpoint.options.add_options()("mode", po::value(&a.mode)->default_value("zero"),
-                                     modes.c_str())(
-      "data", po::value(&a.data), "a language model: score on every token of this file instead")(
-      "together", po::value(&a.together)->multitoken(),
-      "also knock out these parts all at once, in the table's names: blocks.1.attn:2 (a head), "
-      "blocks.1.attn:0,2 or blocks.1.attn:* (heads), blocks.1.ffn (a feed-forward sublayer)");
-  const int code = parse_with_output(
-      "ablate", args, a.checkpoint, "the ablation table",
-      {.help = "also write the table as CSV to this (new) file", .required = false});
+int parse_ablate(const Arguments& args, AblateArgs& a) {
+  const int code = parse_with_output("ablate", args, a.checkpoint, "the ablation table");
   if (code >= 0) return code;
   if (const int data = check_input_file("ablate", "--data", a.data, a.checkpoint.options);
       data >= 0) {
@@ -181,30 +184,21 @@ std::string csv(const AblationResults& results, const train::Metrics& intact,
   return out.str();
 }
 
-}  // namespace
-
-int parse_ablate(const std::vector<std::string>& args) {
-  AblateArgs a;
-  return parse_ablate_options(args, a);
-}
-
-int run_ablate(const std::vector<std::string>& args) {
-  AblateArgs a;
-  if (const int code = parse_ablate_options(args, a); code >= 0) return code;
+int run_ablate(AblateArgs& a) {
   if (const int code = check_text_flag("ablate", a.checkpoint.checkpoint, "--data", a.data,
                                        a.checkpoint.options);
       code >= 0) {
     return code;
   }
-  set_threads(static_cast<int>(a.checkpoint.threads));
-  const train::LoadedRun run = train::load_run(a.checkpoint.checkpoint, a.data);
-  const std::unique_ptr<data::Task> task = train::make_task(run.config);
+  const train::TrainedModel trained = load_trained(a.checkpoint);
+  const std::unique_ptr<train::Trainer> trainer = train::scoring_trainer(trained, a.data);
+  const data::Task* task = trained.task.get();
   const interp::AblationModeRow& mode =
       row_named(interp::ablation_modes(), a.mode, "ablation mode", "--mode: ");
   std::vector<interp::ModelPart> together;
   try {
     const std::vector<interp::ModelPart> all =
-        interp::model_parts(run.trainer->model(), run.trainer->heldout());
+        interp::model_parts(trainer->model(), trainer->heldout());
     for (const std::string& entry : a.together) {
       for (const interp::ModelPart& part : parts_named(entry, all)) {
         const auto same = [&](const interp::ModelPart& p) {
@@ -216,14 +210,13 @@ int run_ablate(const std::vector<std::string>& args) {
   } catch (const ConfigError& e) {
     return usage_error("ablate", e.what(), a.checkpoint.options);
   }
-  const AblationResults results =
-      interp::ablate_each_part(heldout_evaluation(*run.trainer), mode.id);
+  const AblationResults results = interp::ablate_each_part(heldout_evaluation(*trainer), mode.id);
   const train::Metrics& intact = results.intact;
   const bool sequences = task->language_model() == nullptr;  // whole answers to match
   const std::string accuracy = task->accuracy_name();
   std::printf("checkpoint %s (task %s, %lld held-out sequences); %s ablation: %s\n",
               a.checkpoint.checkpoint.c_str(), task->name().c_str(),
-              static_cast<long long>(run.trainer->heldout().inputs.shape[0]), mode.name,
+              static_cast<long long>(trainer->heldout().inputs.shape[0]), mode.name,
               mode.description);
   std::printf("intact model: loss %.6f, %s %.4f", intact.loss, accuracy.c_str(),
               intact.token_accuracy);
@@ -250,7 +243,7 @@ int run_ablate(const std::vector<std::string>& args) {
   std::optional<AblatedPart> set;  // the --together parts, as one row
   if (!together.empty()) {
     set = AblatedPart{{"together: " + names_of_parts(together), -1},
-                      interp::ablate_together(heldout_evaluation(*run.trainer), mode.id, together)};
+                      interp::ablate_together(heldout_evaluation(*trainer), mode.id, together)};
     const train::Metrics& m = set->metrics;
     std::printf("\nknocked out together: %s\n  loss %.4f -> %.4f, %s %.4f -> %.4f",
                 names_of_parts(together).c_str(), intact.loss, m.loss, accuracy.c_str(),
@@ -268,5 +261,13 @@ int run_ablate(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+const CommandRow ablate_row{"ablate",
+                            "held-out metrics with each head and ffn knocked out in turn",
+                            {"--checkpoint", "--data"},
+                            parse_ablate,
+                            run_ablate};
+
+}  // namespace
 
 }  // namespace gradlab::cli

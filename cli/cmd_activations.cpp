@@ -6,6 +6,7 @@
 
 #include "autograd/error.h"
 #include "cli/checkpoint_args.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "interp/files/activation_file.h"
@@ -16,49 +17,43 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kActivationsCaption =
-    "gradlab activations: the activations at a model's hook points for one prompt "
-    "(docs/hooks.md)\nOptions";
-
 struct ActivationsArgs {
-  CheckpointArgs checkpoint{kActivationsCaption};
+  ActivationsArgs() {
+    CheckpointArgs& c = checkpoint;
+    add_prompt_options(c);
+    c.options.add_options()(
+        "names", po::value(&names)->multitoken(),
+        "hook points to keep: names or globs ('blocks.*.attn.hook_pattern'); default every point "
+        "(`gradlab hooks` lists them)")(
+        "gradients", po::bool_switch(&gradients),
+        "also keep <name>_grad, the gradient of the loss on the answer with respect to each");
+    add_max_memory_option(c.options, max_memory, "the cache");
+    add_output_options(c);
+    add_checkpoint_options(c);
+  }
+  CheckpointArgs checkpoint{
+      "gradlab activations: the activations at a model's hook points for one prompt "
+      "(docs/hooks.md)\nOptions"};
+  const boost::program_options::options_description& options = checkpoint.options;
   std::vector<std::string> names;
   bool gradients = false;
   double max_memory = 0;  // GiB; 0: 80% of the machine's memory
 };
 
-int parse_activations_options(const std::vector<std::string>& args, ActivationsArgs& a) {
-  CheckpointArgs& c = a.checkpoint;
-  add_prompt_options(c);
-  c.options.add_options()(
-      "names", po::value(&a.names)->multitoken(),
-      "hook points to keep: names or globs ('blocks.*.attn.hook_pattern'); default every point "
-      "(`gradlab hooks` lists them)")(
-      "gradients", po::bool_switch(&a.gradients),
-      "also keep <name>_grad, the gradient of the loss on the answer with respect to each")(
-      "max-memory", po::value(&a.max_memory)->default_value(0),
-      "GiB the cache may need, estimated first (0: 80% of this machine's memory)");
-  if (const int code = parse_with_output("activations", args, c, "the activations"); code >= 0) {
+int parse_activations(const Arguments& args, ActivationsArgs& a) {
+  if (const int code = parse_with_output("activations", args, a.checkpoint, "the activations");
+      code >= 0) {
     return code;
   }
-  return check_max_memory("activations", a.max_memory, c.options);
+  return check_max_memory("activations", a.max_memory, a.options);
 }
 
-}  // namespace
-
-int parse_activations(const std::vector<std::string>& args) {
-  ActivationsArgs a;
-  return parse_activations_options(args, a);
-}
-
-int run_activations(const std::vector<std::string>& args) {
-  ActivationsArgs a;
-  if (const int code = parse_activations_options(args, a); code >= 0) return code;
+int run_activations(ActivationsArgs& a) {
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("activations", a.checkpoint, loaded); code >= 0) {
     return code;
   }
-  nn::SequenceModel& model = *loaded->loaded.model;
+  nn::SequenceModel& model = *loaded->trained.model;
   std::vector<int64_t> answer;
   const nn::SequenceBatch batch = answered_batch(*loaded, answer);
   if (const int code = refuse_weights_above_limit("activations", a.checkpoint, *loaded, batch);
@@ -99,5 +94,13 @@ int run_activations(const std::vector<std::string>& args) {
               static_cast<double>(cache.bytes()) / 1e3, a.checkpoint.out.c_str());
   return kExitOk;
 }
+
+const CommandRow activations_row{"activations",
+                                 "activations (and gradients) at hook points, to HDF5",
+                                 {"--checkpoint", "--names"},
+                                 parse_activations,
+                                 run_activations};
+
+}  // namespace
 
 }  // namespace gradlab::cli

@@ -3,38 +3,35 @@
 
 #include "autograd/graph.h"
 #include "cli/checkpoint_args.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "interp/files/attention_file.h"
-#include "train/checkpoint.h"
-#include "train/trainer.h"
 
 namespace gradlab::cli {
 namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kAttentionCaption =
-    "gradlab attention: attention weights of every layer and head for one prompt\nOptions";
+struct AttentionArgs : CheckpointArgs {
+  AttentionArgs()
+      : CheckpointArgs(
+            "gradlab attention: attention weights of every layer and head for one "
+            "prompt\nOptions") {
+    add_prompt_options(*this);
+    add_output_options(*this);
+    add_checkpoint_options(*this);
+  }
+};
 
-int parse_attention_options(const std::vector<std::string>& args, CheckpointArgs& a) {
-  add_prompt_options(a);
+int parse_attention(const Arguments& args, AttentionArgs& a) {
   return parse_with_output("attention", args, a, "the attention weights");
 }
 
-}  // namespace
-
-int parse_attention(const std::vector<std::string>& args) {
-  CheckpointArgs a(kAttentionCaption);
-  return parse_attention_options(args, a);
-}
-
-int run_attention(const std::vector<std::string>& args) {
-  CheckpointArgs a(kAttentionCaption);
-  if (const int code = parse_attention_options(args, a); code >= 0) return code;
+int run_attention(AttentionArgs& a) {
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("attention", a, loaded); code >= 0) return code;
-  nn::SequenceModel& model = *loaded->loaded.model;
+  nn::SequenceModel& model = *loaded->trained.model;
   std::vector<int64_t> answer;
   const nn::SequenceBatch batch = answered_batch(*loaded, answer);
   if (const int code = refuse_weights_above_limit("attention", a, *loaded, batch); code >= 0) {
@@ -53,5 +50,13 @@ int run_attention(const std::vector<std::string>& args) {
               a.out.c_str());
   return kExitOk;
 }
+
+const CommandRow attention_row{"attention",
+                               "attention weights of every layer and head, to HDF5",
+                               {"--checkpoint"},
+                               parse_attention,
+                               run_attention};
+
+}  // namespace
 
 }  // namespace gradlab::cli

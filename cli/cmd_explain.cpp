@@ -8,6 +8,7 @@
 
 #include "autograd/format.h"
 #include "autograd/ops.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "nn/attention.h"
@@ -146,6 +147,12 @@ int explain_shapes(int64_t B, int64_t T, int64_t C, int64_t H, int64_t KV) {
 
 // The command line: the options and --shapes, split into B, T, C, H[, KV].
 struct ExplainArgs {
+  ExplainArgs() {
+    add_help_option(options);
+    options.add_options()("shapes", boost::program_options::value(&shapes),
+                          "B,T,C,H[,KV]: print the shape walk and parameter count");
+    add_max_memory_option(options, max_memory, "the walk");
+  }
   boost::program_options::options_description options{
       "gradlab explain: multi-head attention step by step\n"
       "Without options, reproduces the seeds' worked 3x4 example with the real module.\nOptions"};
@@ -166,19 +173,20 @@ int64_t bounded_numel(std::initializer_list<int64_t> dims) {
 }
 
 // Parses the flags; returns -1 to go on or an exit code.
-int parse_explain_options(const std::vector<std::string>& args, ExplainArgs& a) {
-  namespace po = boost::program_options;
-  a.options.add_options()("help,h", "show this help")(
-      "shapes", po::value(&a.shapes), "B,T,C,H[,KV]: print the shape walk and parameter count")(
-      "max-memory", po::value(&a.max_memory),
-      "GiB the walk may need, estimated first (0: 80% of this machine's memory)");
-  po::variables_map vm;
+int parse_explain(const Arguments& args, ExplainArgs& a) {
+  boost::program_options::variables_map vm;
   if (const int code = parse_or_usage("explain", args, a.options, vm); code >= 0) return code;
   if (a.shapes.empty()) return -1;
 
   std::vector<int64_t>& sizes = a.sizes;
-  std::stringstream in(a.shapes);
+  // getline drops an empty last item: "2,4,8,2," would read as 2,4,8,2.
+  std::stringstream in(a.shapes + ",");
   for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) {
+      return usage_error("explain",
+                         "--shapes " + quote(a.shapes) + ": an empty size (a comma too many)",
+                         a.options);
+    }
     try {
       size_t used = 0;
       sizes.push_back(std::stoll(item, &used));
@@ -219,16 +227,7 @@ int parse_explain_options(const std::vector<std::string>& args, ExplainArgs& a) 
                                    "--shapes " + quote(a.shapes) + ": the walk", "", a.options);
 }
 
-}  // namespace
-
-int parse_explain(const std::vector<std::string>& args) {
-  ExplainArgs a;
-  return parse_explain_options(args, a);
-}
-
-int run_explain(const std::vector<std::string>& args) {
-  ExplainArgs a;
-  if (const int code = parse_explain_options(args, a); code >= 0) return code;
+int run_explain(ExplainArgs& a) {
   if (a.sizes.empty()) return explain_example();
   const std::vector<int64_t>& sizes = a.sizes;
   try {
@@ -237,5 +236,13 @@ int run_explain(const std::vector<std::string>& args) {
     return usage_error("explain", e.what(), a.options);
   }
 }
+
+const CommandRow explain_row{"explain",
+                             "multi-head attention step by step, and its shape walk",
+                             {"--shapes"},
+                             parse_explain,
+                             run_explain};
+
+}  // namespace
 
 }  // namespace gradlab::cli

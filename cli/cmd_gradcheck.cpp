@@ -6,6 +6,7 @@
 
 #include "autograd/format.h"
 #include "autograd/op_checks.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "nn/module_checks.h"
@@ -16,39 +17,37 @@ namespace {
 
 namespace po = boost::program_options;
 
-// Parses the flags into only and seed; returns -1 to go on or an exit code.
-int parse_gradcheck_options(const std::vector<std::string>& args, std::string& only,
-                            uint64_t& seed) {
-  po::options_description options(
-      "gradlab gradcheck: compare analytic gradients with central "
-      "differences in float64\nOptions");
-  options.add_options()("help,h", "show this help")(
-      "op", po::value(&only), "check only this op or module (default: all of them)")(
-      "seed", po::value(&seed)->default_value(0), "seed for the random inputs");
+struct GradcheckArgs {
+  GradcheckArgs() {
+    add_help_option(options);
+    options.add_options()("op", po::value(&only),
+                          "check only this op or module (default: all of them)")(
+        "seed", po::value(&seed)->default_value(0), "seed for the random inputs");
+  }
+  po::options_description options{
+      "gradlab gradcheck: compare analytic gradients with central differences in "
+      "float64\nOptions"};
+  std::string only;
+  uint64_t seed = 0;
+};
+
+int parse_gradcheck(const Arguments& args, GradcheckArgs& a) {
   po::variables_map vm;
-  if (const int code = parse_or_usage("gradcheck", args, options, vm); code >= 0) return code;
+  if (const int code = parse_or_usage("gradcheck", args, a.options, vm); code >= 0) return code;
+  const std::string& only = a.only;
 
   const bool known = only.empty() ||
                      std::any_of(op_checks().begin(), op_checks().end(),
                                  [&](const OpCheck& c) { return c.name == only; }) ||
                      std::any_of(nn::module_checks().begin(), nn::module_checks().end(),
                                  [&](const nn::ModuleCheck& c) { return c.name == only; });
-  if (!known) return usage_error("gradcheck", "unknown op or module " + quote(only), options);
+  if (!known) return usage_error("gradcheck", "unknown op or module " + quote(only), a.options);
   return -1;
 }
 
-}  // namespace
-
-int parse_gradcheck(const std::vector<std::string>& args) {
-  std::string only;
-  uint64_t seed = 0;
-  return parse_gradcheck_options(args, only, seed);
-}
-
-int run_gradcheck(const std::vector<std::string>& args) {
-  std::string only;
-  uint64_t seed = 0;
-  if (const int code = parse_gradcheck_options(args, only, seed); code >= 0) return code;
+int run_gradcheck(GradcheckArgs& a) {
+  const std::string& only = a.only;
+  const uint64_t seed = a.seed;
 
   bool all_passed = true;
   std::printf("%-40s %-34s %12s %12s  %s\n", "op", "input shapes", "max abs err", "max rel err",
@@ -78,5 +77,13 @@ int run_gradcheck(const std::vector<std::string>& args) {
   }
   return all_passed ? kExitOk : kExitFailure;
 }
+
+const CommandRow gradcheck_row{"gradcheck",
+                               "check every op's gradient against central differences",
+                               {},
+                               parse_gradcheck,
+                               run_gradcheck};
+
+}  // namespace
 
 }  // namespace gradlab::cli

@@ -3,8 +3,8 @@
 // induction heads, and optionally an HDF5 file for scripts/plot_heads.py.
 #include <cstdio>
 
-#include "autograd/threads.h"
 #include "cli/checkpoint_args.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "interp/files/head_scores_file.h"
@@ -15,30 +15,31 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kHeadsCaption =
-    "gradlab heads: previous-token, duplicate-token and induction scores of every attention "
-    "head, on n random tokens repeated twice (docs/hooks.md)\nOptions";
-
 // ARENA's threshold for calling a head an induction head.
 constexpr double kInductionThreshold = 0.4;
 
 struct HeadsArgs {
-  CheckpointArgs checkpoint{kHeadsCaption};
+  HeadsArgs() {
+    checkpoint.options.add_options()("length", po::value(&scores.length),
+                                     "n, the tokens of one copy (the model reads 2n); default as "
+                                     "many as its positions allow")(
+        "sequences", po::value(&scores.sequences)->default_value(scores.sequences),
+        "random sequences the scores are averaged over")(
+        "seed", po::value(&scores.seed)->default_value(scores.seed), "seed of the random tokens");
+    add_output_options(
+        checkpoint, {.help = "also write the scores to this (new) HDF5 file", .required = false});
+    add_checkpoint_options(checkpoint);
+  }
   interp::HeadScoreOptions scores;
+  CheckpointArgs checkpoint{
+      "gradlab heads: previous-token, duplicate-token and induction scores of every attention "
+      "head, on n random tokens repeated twice (docs/hooks.md)\nOptions"};
+  const boost::program_options::options_description& options = checkpoint.options;
 };
 
-int parse_heads_options(const std::vector<std::string>& args, HeadsArgs& a) {
-  CheckpointArgs& c = a.checkpoint;
-  c.options.add_options()("length", po::value(&a.scores.length),
-                          "n, the tokens of one copy (the model reads 2n); default as many as "
-                          "its positions allow")(
-      "sequences", po::value(&a.scores.sequences)->default_value(a.scores.sequences),
-      "random sequences the scores are averaged over")(
-      "seed", po::value(&a.scores.seed)->default_value(a.scores.seed), "seed of the random tokens");
-  if (const int code = parse_with_output(
-          "heads", args, c, "head scores",
-          {.help = "also write the scores to this (new) HDF5 file", .required = false});
-      code >= 0) {
+int parse_heads(const Arguments& args, HeadsArgs& a) {
+  const CheckpointArgs& c = a.checkpoint;
+  if (const int code = parse_with_output("heads", args, a.checkpoint, "head scores"); code >= 0) {
     return code;
   }
   if (c.vm.count("length") && a.scores.length < 2) {
@@ -104,19 +105,9 @@ void print_induction_heads(const std::vector<interp::LayerHeadScores>& scores,
   }
 }
 
-}  // namespace
-
-int parse_heads(const std::vector<std::string>& args) {
-  HeadsArgs a;
-  return parse_heads_options(args, a);
-}
-
-int run_heads(const std::vector<std::string>& args) {
-  HeadsArgs a;
-  if (const int code = parse_heads_options(args, a); code >= 0) return code;
-  set_threads(static_cast<int>(a.checkpoint.threads));
-  const train::LoadedModel loaded = train::load_model(a.checkpoint.checkpoint);
-  nn::SequenceModel& model = *loaded.model;
+int run_heads(HeadsArgs& a) {
+  const train::TrainedModel trained = load_trained(a.checkpoint);
+  nn::SequenceModel& model = *trained.model;
   if (const int64_t limit = interp::max_head_score_length(model); a.scores.length > limit) {
     return usage_error("heads",
                        "--length " + std::to_string(a.scores.length) + " needs " +
@@ -139,5 +130,13 @@ int run_heads(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+const CommandRow heads_row{"heads",
+                           "previous-token, duplicate-token and induction scores of every head",
+                           {"--checkpoint", "--sequences", "--length"},
+                           parse_heads,
+                           run_heads};
+
+}  // namespace
 
 }  // namespace gradlab::cli

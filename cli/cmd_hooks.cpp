@@ -4,14 +4,20 @@
 #include <sstream>
 
 #include "cli/checkpoint_args.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "nn/hooks.h"
 
 namespace gradlab::cli {
 namespace {
 
-constexpr const char* kHooksCaption =
-    "gradlab hooks: the hook points of a checkpoint's model (docs/hooks.md)\nOptions";
+struct HooksArgs : CheckpointArgs {
+  HooksArgs()
+      : CheckpointArgs(
+            "gradlab hooks: the hook points of a checkpoint's model (docs/hooks.md)\nOptions") {
+    add_checkpoint_options(*this);
+  }
+};
 
 // "[B, Tk, KV, D]" with the sizes the model fixes: "[B, Tk, 2, 16]".
 std::string with_sizes(const std::string& letters, const nn::ModelConfig& config) {
@@ -33,18 +39,13 @@ std::string with_sizes(const std::string& letters, const nn::ModelConfig& config
   return out + "]";
 }
 
-}  // namespace
-
-int parse_hooks(const std::vector<std::string>& args) {
-  CheckpointArgs a(kHooksCaption);
+int parse_hooks(const Arguments& args, HooksArgs& a) {
   return parse_with_checkpoint("hooks", args, a);
 }
 
-int run_hooks(const std::vector<std::string>& args) {
-  CheckpointArgs a(kHooksCaption);
-  if (const int code = parse_with_checkpoint("hooks", args, a); code >= 0) return code;
-  const train::LoadedModel loaded = train::load_model(a.checkpoint);
-  const nn::SequenceModel& model = *loaded.model;
+int run_hooks(HooksArgs& a) {
+  const train::TrainedModel trained = load_trained(a);
+  const nn::SequenceModel& model = *trained.model;
   // Any sequence lists the points: one of three tokens (a prompt token, a separator, an answer).
   const nn::SequenceBatch batch = model.make_batch(Indices({1, 3}, {0, 0, 0}), 1);
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, batch);
@@ -58,5 +59,13 @@ int run_hooks(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+const CommandRow hooks_row{"hooks",
+                           "the hook points of a checkpoint's model, with their shapes",
+                           {"--checkpoint"},
+                           parse_hooks,
+                           run_hooks};
+
+}  // namespace
 
 }  // namespace gradlab::cli

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "autograd/format.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "train/checkpoint.h"
@@ -14,15 +15,17 @@ namespace po = boost::program_options;
 
 // The command line of inspect.
 struct InspectArgs {
+  InspectArgs() {
+    add_help_option(options);
+    add_checkpoint_option(options, path);
+  }
   po::options_description options{
       "gradlab inspect: configuration and parameters of a checkpoint\nOptions"};
   std::string path;
   po::variables_map vm;
 };
 
-int parse_inspect(const std::vector<std::string>& args, InspectArgs& a) {
-  a.options.add_options()("help,h", "show this help")("checkpoint", po::value(&a.path)->required(),
-                                                      "checkpoint file (.h5)");
+int parse_inspect(const Arguments& args, InspectArgs& a) {
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
   if (const int code = parse_or_usage("inspect", args, a.options, a.vm, &positional); code >= 0) {
@@ -32,16 +35,9 @@ int parse_inspect(const std::vector<std::string>& args, InspectArgs& a) {
   return -1;
 }
 
-}  // namespace
-
-int parse_inspect(const std::vector<std::string>& args) {
-  InspectArgs a;
-  return parse_inspect(args, a);
-}
-
-int run_inspect(const std::vector<std::string>& args) {
-  InspectArgs a;
-  if (int code = parse_inspect(args, a); code >= 0) return code;
+// As stored, without the checks of train::load_trained_model: inspect shows what a reader
+// refuses.
+int run_inspect(InspectArgs& a) {
   const std::string& path = a.path;
   const train::CheckpointData data = train::read_checkpoint(path);
   std::printf(
@@ -73,5 +69,13 @@ int run_inspect(const std::vector<std::string>& args) {
   std::printf("\n  total parameters %lld\n", static_cast<long long>(total));
   return kExitOk;
 }
+
+const CommandRow inspect_row{"inspect",
+                             "configuration and parameter table of a checkpoint",
+                             {"--checkpoint"},
+                             parse_inspect,
+                             run_inspect};
+
+}  // namespace
 
 }  // namespace gradlab::cli

@@ -6,6 +6,7 @@
 
 #include "autograd/format.h"
 #include "cli/checkpoint_args.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "interp/files/lens_file.h"
@@ -16,27 +17,27 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kLensCaption =
-    "gradlab lens: the logit lens of one prompt: each layer's residual stream read through the "
-    "final LayerNorm and the head (docs/hooks.md)\nOptions";
-
 struct LensArgs {
-  CheckpointArgs checkpoint{kLensCaption};
+  LensArgs() {
+    add_prompt_options(checkpoint);
+    checkpoint.options.add_options()("top", po::value(&top)->default_value(3),
+                                     "tokens shown per layer and position, most likely first");
+    add_output_options(checkpoint,
+                       {.help = "also write the lens to this (new) HDF5 file", .required = false});
+    add_checkpoint_options(checkpoint);
+  }
+  CheckpointArgs checkpoint{
+      "gradlab lens: the logit lens of one prompt: each layer's residual stream read through the "
+      "final LayerNorm and the head (docs/hooks.md)\nOptions"};
+  const boost::program_options::options_description& options = checkpoint.options;
   int64_t top = 3;
 };
 
-int parse_lens_options(const std::vector<std::string>& args, LensArgs& a) {
-  CheckpointArgs& c = a.checkpoint;
-  add_prompt_options(c);
-  c.options.add_options()("top", po::value(&a.top)->default_value(3),
-                          "tokens shown per layer and position, most likely first");
-  if (const int code = parse_with_output(
-          "lens", args, c, "the logit lens",
-          {.help = "also write the lens to this (new) HDF5 file", .required = false});
-      code >= 0) {
+int parse_lens(const Arguments& args, LensArgs& a) {
+  if (const int code = parse_with_output("lens", args, a.checkpoint, "the logit lens"); code >= 0) {
     return code;
   }
-  if (a.top < 1) return usage_error("lens", "--top must be at least 1", c.options);
+  if (a.top < 1) return usage_error("lens", "--top must be at least 1", a.options);
   return -1;
 }
 
@@ -69,19 +70,10 @@ void print_lens(const PromptedRun& run, const nn::SequenceBatch& batch,
   }
 }
 
-}  // namespace
-
-int parse_lens(const std::vector<std::string>& args) {
-  LensArgs a;
-  return parse_lens_options(args, a);
-}
-
-int run_lens(const std::vector<std::string>& args) {
-  LensArgs a;
-  if (const int code = parse_lens_options(args, a); code >= 0) return code;
+int run_lens(LensArgs& a) {
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("lens", a.checkpoint, loaded); code >= 0) return code;
-  nn::SequenceModel& model = *loaded->loaded.model;
+  nn::SequenceModel& model = *loaded->trained.model;
   const int64_t vocab = model.config().vocab_size;
   if (a.top > vocab) {
     return usage_error("lens",
@@ -105,5 +97,13 @@ int run_lens(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+const CommandRow lens_row{"lens",
+                          "the logit lens: what each layer would predict, per position",
+                          {"--checkpoint", "--top"},
+                          parse_lens,
+                          run_lens};
+
+}  // namespace
 
 }  // namespace gradlab::cli

@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "autograd/error.h"
-#include "autograd/threads.h"
 #include "cli/checkpoint_args.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "interp/files/patching_file.h"
@@ -19,12 +19,12 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kPatchCaption =
-    "gradlab patch: activation patching from a clean prompt's run into a corrupted one's "
-    "(docs/hooks.md)\nOptions";
-
 struct PatchArgs {
-  CheckpointArgs checkpoint{kPatchCaption};
+  PatchArgs();
+  CheckpointArgs checkpoint{
+      "gradlab patch: activation patching from a clean prompt's run into a corrupted one's "
+      "(docs/hooks.md)\nOptions"};
+  const boost::program_options::options_description& options = checkpoint.options;
   std::string clean, corrupt;
   std::vector<std::string> names;
   bool per_position = false;
@@ -33,21 +33,25 @@ struct PatchArgs {
 const std::vector<std::string> kDefaultNames = {"*hook_resid_pre", "*hook_attn_out",
                                                 "*hook_mlp_out"};
 
-int parse_patch_options(const std::vector<std::string>& args, PatchArgs& a) {
-  a.checkpoint.options.add_options()(
-      "clean", po::value(&a.clean)->required(),
+PatchArgs::PatchArgs() {
+  checkpoint.options.add_options()(
+      "clean", po::value(&clean)->required(),
       "the clean prompt: tokens of the checkpoint's task (as --input of predict), or a language "
       "model's text (as --prompt of activations)")(
-      "corrupt", po::value(&a.corrupt)->required(),
+      "corrupt", po::value(&corrupt)->required(),
       "the corrupted prompt, of the same length, whose answer differs")(
-      "names", po::value(&a.names)->multitoken(),
+      "names", po::value(&names)->multitoken(),
       "hook points to patch: names or globs; default '*hook_resid_pre' '*hook_attn_out' "
       "'*hook_mlp_out' (those the model has); a point with heads (hook_z, hook_q, ...) is patched "
-      "head by head")("per-position", po::bool_switch(&a.per_position),
+      "head by head")("per-position", po::bool_switch(&per_position),
                       "patch one position at a time (a point's first position axis)");
-  return parse_with_output(
-      "patch", args, a.checkpoint, "the patching results",
-      {.help = "also write the results to this (new) HDF5 file", .required = false});
+  add_output_options(checkpoint,
+                     {.help = "also write the results to this (new) HDF5 file", .required = false});
+  add_checkpoint_options(checkpoint);
+}
+
+int parse_patch(const Arguments& args, PatchArgs& a) {
+  return parse_with_output("patch", args, a.checkpoint, "the patching results");
 }
 
 // The metric: at every answer position where the two answers differ, the logit of the clean
@@ -128,19 +132,9 @@ void print_results(const interp::PatchingResults& r, const PromptedRun& run) {
   }
 }
 
-}  // namespace
-
-int parse_patch(const std::vector<std::string>& args) {
-  PatchArgs a;
-  return parse_patch_options(args, a);
-}
-
-int run_patch(const std::vector<std::string>& args) {
-  PatchArgs a;
-  if (const int code = parse_patch_options(args, a); code >= 0) return code;
+int run_patch(PatchArgs& a) {
   CheckpointArgs& c = a.checkpoint;
-  set_threads(static_cast<int>(c.threads));
-  const train::LoadedModel loaded = train::load_model(c.checkpoint);
+  const train::TrainedModel loaded = load_trained(c);
   std::optional<PromptedRun> clean_run, corrupt_run;
   if (const int code = read_prompt("patch", c, loaded, "--clean", a.clean, clean_run); code >= 0) {
     return code;
@@ -149,7 +143,7 @@ int run_patch(const std::vector<std::string>& args) {
       code >= 0) {
     return code;
   }
-  nn::SequenceModel& model = *clean_run->loaded.model;
+  nn::SequenceModel& model = *clean_run->trained.model;
   interp::PatchingResults results;
   results.clean = answered_batch(*clean_run, results.clean_answer);
   results.corrupt = answered_batch(*corrupt_run, results.corrupt_answer);
@@ -226,5 +220,13 @@ int run_patch(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+const CommandRow patch_row{"patch",
+                           "activation patching: a clean run's activations in a corrupted run",
+                           {"--checkpoint", "--names"},
+                           parse_patch,
+                           run_patch};
+
+}  // namespace
 
 }  // namespace gradlab::cli

@@ -2,37 +2,32 @@
 #include <cstdio>
 
 #include "cli/checkpoint_args.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
-#include "train/trainer.h"
 
 namespace gradlab::cli {
 namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kPredictCaption =
-    "gradlab predict: greedy autoregressive decoding of one prompt\nOptions";
+struct PredictArgs : CheckpointArgs {
+  PredictArgs()
+      : CheckpointArgs("gradlab predict: greedy autoregressive decoding of one prompt\nOptions") {
+    options.add_options()("input", po::value(&input)->required(), kInputHelp);
+    add_checkpoint_options(*this);
+  }
+};
 
-int parse_predict_options(const std::vector<std::string>& args, CheckpointArgs& a) {
-  a.options.add_options()("input", po::value(&a.input)->required(), kInputHelp);
+int parse_predict(const Arguments& args, PredictArgs& a) {
   return parse_with_checkpoint("predict", args, a);
 }
 
-}  // namespace
-
-int parse_predict(const std::vector<std::string>& args) {
-  CheckpointArgs a(kPredictCaption);
-  return parse_predict_options(args, a);
-}
-
-int run_predict(const std::vector<std::string>& args) {
-  CheckpointArgs a(kPredictCaption);
-  if (const int code = parse_predict_options(args, a); code >= 0) return code;
+int run_predict(PredictArgs& a) {
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("predict", a, loaded); code >= 0) return code;
   PromptedRun& run = *loaded;
   const std::vector<int64_t> output =
-      run.loaded.model->greedy_decode(run.prompt, run.separator, run.answer_length);
+      run.trained.model->greedy_decode(run.prompt, run.separator, run.answer_length);
   std::vector<int64_t> input = run.prompt;
   // Raw ids are shown as given, and so is a prompt whose last token the model reads is not the
   // separator (induction: start token and first copy).
@@ -44,5 +39,13 @@ int run_predict(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+const CommandRow predict_row{"predict",
+                             "greedy decoding of one prompt with a checkpoint",
+                             {"--checkpoint"},
+                             parse_predict,
+                             run_predict};
+
+}  // namespace
 
 }  // namespace gradlab::cli

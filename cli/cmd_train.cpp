@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "autograd/threads.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/progress.h"
@@ -67,6 +68,19 @@ class CliObserver : public MetricsObserver {
 };
 
 struct Options {
+  Options() {
+    options.add_options()("help,h", "show this help")("config", po::value(&config_file),
+                                                      "read options from this file (flags win)")(
+        "resume", po::value(&resume),
+        "continue the run saved in this checkpoint, or in a run directory's newest one")(
+        "overwrite", po::bool_switch(&overwrite),
+        "replace the run already in --out (or, on --resume, what came after the resumed step)");
+    add_run_options(options, config);
+  }
+  po::options_description options{
+      "gradlab train: train a transformer on a toy task or a text file\n"
+      "Every flag can also be set in a --config file (key = value lines).\nOptions"};
+  std::string config_file;  // --config
   RunConfig config;
   std::string resume;                       // --resume path
   std::optional<CheckpointHeader> resumed;  // its configuration and step (tensors: run_train)
@@ -81,17 +95,8 @@ struct Options {
 // only the resumable flags allowed to change. `writer`: this process will write the run's files,
 // and decides whether --out may take them. Returns -1 to go on, or an exit code.
 int parse_train_options(const std::vector<std::string>& args, Options& opts, bool writer = true) {
-  po::options_description options(
-      "gradlab train: train a transformer on a toy task or a text file\n"
-      "Every flag can also be set in a --config file (key = value lines).\nOptions");
-  std::string config_file;
-  options.add_options()("help,h", "show this help")("config", po::value(&config_file),
-                                                    "read options from this file (flags win)")(
-      "resume", po::value(&opts.resume),
-      "continue the run saved in this checkpoint, or in a run directory's newest one")(
-      "overwrite", po::bool_switch(&opts.overwrite),
-      "replace the run already in --out (or, on --resume, what came after the resumed step)");
-  add_run_options(options, opts.config);
+  const po::options_description& options = opts.options;
+  const std::string& config_file = opts.config_file;
   po::variables_map vm;
   if (const int code = parse_or_usage("train", args, options, vm); code >= 0) return code;
   std::set<std::string> command_line;  // the options given as flags, before the config file's
@@ -117,6 +122,10 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
   }
   apply_old_names(vm, opts.config);
   apply_task_defaults(vm, opts.config);
+  // A reason that names a renamed field names it as the user typed it.
+  const auto refuse = [&](const std::string& reason) {
+    return usage_error("train", as_typed(reason, vm, opts.config), options);
+  };
   if (!opts.resume.empty()) {
     const RunConfig given = opts.config;
     std::error_code not_a_directory;  // a name the system refuses is left to the checks below
@@ -179,7 +188,7 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
   }
   if (const std::string reason = option_of_another_task(vm, command_line, config_file, opts.config);
       !reason.empty()) {
-    return usage_error("train", reason, options);
+    return refuse(reason);
   }
   if (const int code = check_input_file("train", "--data", opts.config.task.text.data, options);
       code >= 0) {
@@ -202,7 +211,7 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
     opts.task = prepare_task(opts.config);
     finalize(opts.config);
   } catch (const ConfigError& e) {
-    return usage_error("train", e.what(), options);
+    return refuse(e.what());
   }
   return -1;
 }
@@ -240,18 +249,13 @@ int parse_in_group(const std::vector<std::string>& args, Options& opts, ProcessG
   return static_cast<int>(*first) - 1;
 }
 
-}  // namespace
-
-int parse_train(const std::vector<std::string>& args) {
-  Options opts;
-  return parse_train_options(args, opts);
+int parse_train(const Arguments& args, Options& opts) {
+  return parse_in_group(args, opts, world());
 }
 
-int run_train(const std::vector<std::string>& args) {
+int run_train(Options& opts) {
   ProcessGroup& group = world();
   const bool writer = group.rank() == 0;
-  Options opts;
-  if (const int code = parse_in_group(args, opts, group); code >= 0) return code;
   const RunConfig& config = opts.config;
   set_threads(static_cast<int>(config.threads));
 
@@ -339,5 +343,15 @@ int run_train(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+const CommandRow train_row{"train",
+                           "train a transformer on a toy task or a text file (the main job)",
+                           {"--batch-size", "--eval-size", "--length", "--symbols", "--context",
+                            "--eval-iters", "--modulus", "--train-fraction", "--d-model", "--d-ff",
+                            "--heads", "--layers", "--config", "--resume", "--data"},
+                           parse_train,
+                           run_train};
+
+}  // namespace
 
 }  // namespace gradlab::cli

@@ -111,6 +111,24 @@ std::string error_message(po::error& e) {
   return e.what();
 }
 
+void add_help_option(po::options_description& options) {
+  options.add_options()("help,h", "show this help");
+}
+
+void add_checkpoint_option(po::options_description& options, std::string& path) {
+  options.add_options()("checkpoint", po::value(&path)->required(), "checkpoint file (.h5)");
+}
+
+void add_threads_option(po::options_description& options, int64_t& threads) {
+  options.add_options()("threads", po::value(&threads)->default_value(1), "OpenMP threads");
+}
+
+void add_max_memory_option(po::options_description& options, double& gib, const std::string& what) {
+  options.add_options()(
+      "max-memory", po::value(&gib)->default_value(0),
+      ("GiB " + what + " may need, estimated first (0: 80% of this machine's memory)").c_str());
+}
+
 int parse_or_usage(const std::string& command, const std::vector<std::string>& args,
                    const po::options_description& options, po::variables_map& vm,
                    const po::positional_options_description* positional) {

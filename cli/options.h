@@ -10,6 +10,15 @@
 
 namespace gradlab::cli {
 
+// The option groups commands share, each written once: --help; --checkpoint FILE (required);
+// --threads N (OpenMP threads, default 1); --max-memory GiB (default 0: 80% of this machine's
+// memory), with what names what the estimate covers ("the cache").
+void add_help_option(boost::program_options::options_description& options);
+void add_checkpoint_option(boost::program_options::options_description& options, std::string& path);
+void add_threads_option(boost::program_options::options_description& options, int64_t& threads);
+void add_max_memory_option(boost::program_options::options_description& options, double& gib,
+                           const std::string& what);
+
 // Parses args into vm and notifies. Returns -1 to continue, or an exit code: 0 after printing
 // --help, 2 after printing a one-line reason and the usage for a bad flag or value. Besides
 // Boost's own checks, it refuses what Boost would accept silently: an argument that is not a

@@ -48,6 +48,19 @@ void apply_old_names(const po::variables_map& vm, train::RunConfig& config) {
   }
 }
 
+std::string as_typed(std::string reason, const po::variables_map& vm, train::RunConfig& config) {
+  for (const train::ConfigField& f : train::config_fields(config)) {
+    if (!f.old_key || !vm.count(f.old_key)) continue;
+    if (vm.count(f.key) && !vm[f.key].defaulted()) continue;
+    const std::string given = "--" + std::string(f.key), typed = "--" + std::string(f.old_key);
+    for (size_t at = reason.find(given); at != std::string::npos;
+         at = reason.find(given, at + typed.size())) {
+      reason.replace(at, given.size(), typed);
+    }
+  }
+  return reason;
+}
+
 void apply_task_defaults(const po::variables_map& vm, train::RunConfig& config) {
   data::apply_own_defaults(config.task,
                            [&](const char* key) { return vm.count(key) && !vm[key].defaulted(); });

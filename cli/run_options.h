@@ -20,6 +20,11 @@ void add_run_options(boost::program_options::options_description& options,
 // given too; call it once the flags and the config file are stored and notified.
 void apply_old_names(const boost::program_options::variables_map& vm, train::RunConfig& config);
 
+// reason with each renamed field that vm holds under its old name only written as that name
+// ("--target-accuracy must be in [0, 1]"): a message names the flag the user typed.
+std::string as_typed(std::string reason, const boost::program_options::variables_map& vm,
+                     train::RunConfig& config);
+
 // Sets the defaults that differ for the run's task (data::apply_own_defaults: mqar's --symbols)
 // where neither a flag nor the config file gave a value; call it after apply_old_names.
 void apply_task_defaults(const boost::program_options::variables_map& vm, train::RunConfig& config);

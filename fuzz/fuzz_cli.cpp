@@ -1,10 +1,10 @@
 // libFuzzer target: the command-line parsing of every gradlab subcommand, through the parse-only
-// entry points of cli/commands.h (parse_train, parse_eval, ...), which validate exactly what
-// run_<command> validates before it starts its work, and then stop: nothing is trained, loaded
+// entry of each row of the command table (cli/command_table.h), which validates exactly what the
+// command's run validates before it starts its work, and then stops: nothing is trained, loaded
 // or written.
 //
-// Input: argument words separated by '\n'; the first word names the subcommand (gradcheck,
-// explain, train, eval, predict, attention, inspect, sample), e.g. "train\n--steps\n0\n". Inputs
+// Input: argument words separated by '\n'; the first word names the subcommand (a row of the
+// table), e.g. "train\n--steps\n0\n". Inputs
 // with a word containing '/' are rejected: the fuzzer runs in a temporary directory holding a small
 // valid checkpoint (ck.h5), a damaged one (bad.h5), a config file (run.ini), a directory (dir)
 // and a FIFO (fifo), so --resume, --checkpoint, --config and --data reach real files of every
@@ -14,7 +14,7 @@
 // What counts as a bug: any crash or sanitizer report; a return value other than -1 (go on),
 // 0 (--help, which prints the options to stdout) or 2 (usage error: stderr starts with
 // "gradlab <command>: " and shows the options); any exception other than the CheckpointError of
-// a bad --resume file or of a special file given as a checkpoint (run_<command> lets that one
+// a bad --resume file or of a special file given as a checkpoint (the command's run lets that one
 // reach main, which exits 1). Opening the FIFO would wait forever: that is a hang.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,13 +25,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <typeinfo>
 #include <vector>
 
 #include "autograd/error.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -42,24 +42,10 @@ namespace {
 using namespace gradlab;
 using namespace gradlab::cli;
 using namespace gradlab::train;
-using Parser = int (*)(const std::vector<std::string>&);
 
 [[noreturn]] void bug(const std::string& what) {
   std::fprintf(stderr, "fuzz_cli: %s\n", what.c_str());
   std::abort();
-}
-
-const std::map<std::string, Parser>& parsers() {
-  static const std::map<std::string, Parser> table{
-      {"gradcheck", parse_gradcheck}, {"explain", parse_explain},
-      {"train", parse_train},         {"eval", parse_eval},
-      {"predict", parse_predict},     {"attention", parse_attention},
-      {"inspect", parse_inspect},     {"sample", parse_sample},
-      {"hooks", parse_hooks},         {"activations", parse_activations},
-      {"ablate", parse_ablate},       {"patch", parse_patch},
-      {"heads", parse_heads},         {"lens", parse_lens},
-  };
-  return table;
 }
 
 std::string& workdir() {
@@ -103,7 +89,7 @@ void make_workdir() {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   make_workdir();
-  // Where parse_train's --config could otherwise wait for input.
+  // Where train's parse-only entry's --config could otherwise wait for input.
   if (std::freopen("/dev/null", "r", stdin) == nullptr) bug("cannot reopen stdin");
   return 0;
 }
@@ -124,8 +110,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const std::string& w : words) {
     if (w.find('/') != std::string::npos) return -1;
   }
-  const auto it = parsers().find(words[0]);
-  if (it == parsers().end()) return -1;
+  const Command* const row = find_command(words[0]);
+  if (!row) return -1;
   const std::string& command = words[0];
   const std::vector<std::string> args(words.begin() + 1, words.end());
 
@@ -136,7 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int code = -1;
   std::string escaped;
   try {
-    code = it->second(args);
+    code = row->parse(args);
   } catch (const CheckpointError&) {
     code = kExitFailure;  // a bad checkpoint file: main prints it and exits 1
   } catch (const std::exception& e) {

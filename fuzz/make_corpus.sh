@@ -111,6 +111,10 @@ line() {  # line <name> <words...>: one word per line
   shift
   printf '%s\n' "$@" >"$cli/$name"
 }
+# Every command of the table, as `gradlab --help` lists them: its --help.
+for command in $("$gradlab" --help | sed -n '/^commands:/,$p' | awk 'NR > 1 && NF {print $1}'); do
+  line "$command-help" "$command" --help
+done
 line train-tiny train "${tiny[@]}" --out run
 line train-all-flags train --task recall --length 3 --symbols 5 --model seq2seq --d-model 16 \
   --heads 4 --kv-heads 2 --layers 2 --d-ff 32 --dropout 0.1 --pre-norm false \
@@ -123,9 +127,9 @@ line train-resume train --resume ck.h5 --steps 9 --save-every 2
 line train-resume-changed train --resume ck.h5 --d-model 16
 line train-resume-bad train --resume bad.h5
 line train-bad-value train --steps -5
-line train-help train --help
 line eval eval --checkpoint ck.h5 --threads 2
 line predict predict --checkpoint ck.h5 --input "1 2"
+line hooks hooks --checkpoint ck.h5
 line attention attention --checkpoint ck.h5 --input "1 2" --out w.h5
 line ablate ablate --checkpoint ck.h5 --mode mean --out a.csv --overwrite
 line ablate-together ablate --checkpoint ck.h5 --together 'blocks.1.attn:*' blocks.0.attn:0,1 \

@@ -69,6 +69,7 @@ done
 # benchmarks are not built here.
 build_targets=()
 for t in "${targets[@]}"; do build_targets+=(--target "fuzz_$t"); done
+build_targets+=(--target cli_dictionary)
 packages=(--package clang-16 --package libclang-rt-16-dev --package libomp-14-dev)
 ./scripts/bootstrap.sh --packages-only "${packages[@]}"
 omp_dir=/usr/lib/llvm-14/lib
@@ -97,6 +98,11 @@ for t in "${targets[@]}"; do
   binary="$out/fuzz/fuzz_$t"
   corpus="$repo_root/fuzz/corpus/$t"
   dict="$repo_root/fuzz/$t.dict"
+  if [[ "$t" == cli ]]; then
+    # The commands and flags from the command table, then the values of fuzz/cli.dict.
+    dict="$out/cli.dict"
+    { "$out/fuzz/cli_dictionary" && cat "$repo_root/fuzz/cli.dict"; } >"$dict"
+  fi
   # -timeout: an input that runs this long is a hang (e.g. a loop in a damaged file).
   # -malloc_limit_mb: a single allocation this large is a finding. Fuzzing allows 2.1 GB: the
   # checkpoint reader caps a tensor at 2^28 elements (2 GiB of float64), and may allocate that

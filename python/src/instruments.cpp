@@ -84,26 +84,30 @@ void bind_instruments(py::module_& m) {
         }
         if (!mode) throw py::value_error("ablate: mode '" + mode_name + "' is not one of " + names);
         const train::LoadedRun run = train::load_run(path);
+        train::Trainer& trainer = *run.trainer;
+        // What the ablation scores: the trainer's held-out evaluation, as `gradlab ablate`.
+        const interp::HeldOutEvaluation<train::Metrics> heldout{
+            trainer.model(), trainer.heldout(), [&trainer] { return trainer.evaluate(); }};
         py::dict out;
         if (!together.empty()) {
           std::vector<interp::ModelPart> parts;
           for (const auto& [point, head] : together) parts.push_back({point, head});
           py::gil_scoped_release release;
-          const train::Metrics intact = run.trainer->evaluate();
-          const train::Metrics ablated = interp::ablate_together(*run.trainer, mode->id, parts);
+          const train::Metrics intact = trainer.evaluate();
+          const train::Metrics ablated = interp::ablate_together(heldout, mode->id, parts);
           py::gil_scoped_acquire gil;
           out["intact"] = metrics_dict(intact);
           out["ablated"] = metrics_dict(ablated);
           return out;
         }
-        interp::AblationResults results;
+        interp::AblationResults<train::Metrics> results;
         {
           py::gil_scoped_release release;
-          results = interp::ablate_each_part(*run.trainer, mode->id);
+          results = interp::ablate_each_part(heldout, mode->id);
         }
         out["intact"] = metrics_dict(results.intact);
         py::list parts;
-        for (const interp::AblatedPart& part : results.parts) {
+        for (const interp::AblatedPart<train::Metrics>& part : results.parts) {
           py::dict d = metrics_dict(part.metrics);
           d["point"] = part.point;
           d["head"] = part.head;

@@ -14,10 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_table.h"
 #include "tests/cli_runner.h"
 #include "tests/test_helpers.h"
 #include "train/checkpoint.h"
-#include "cli/commands.h"
+#include "train/trained_model.h"
 
 namespace gradlab::train {
 namespace test_input_rules {
@@ -162,6 +163,25 @@ TEST_F(InputRules, ControlCharactersInAMessageAreEscapedByEveryCommand) {
   expect_usage_error(sample, "sample", {"--prompt", "'\\x09'"});
 }
 
+TEST_F(InputRules, SampleRefusesATopKAboveTheVocabulary) {
+  const int64_t vocabulary = load_trained_model(text_).vocabulary->size();
+  const std::string above = std::to_string(vocabulary + 1);
+  expect_usage_error(
+      run_gradlab({"sample", "--checkpoint", text_, "--top-k", above, "--tokens", "2"}), "sample",
+      {"--top-k " + above, std::to_string(vocabulary) + " tokens of the model's vocabulary"});
+  const std::string all = std::to_string(vocabulary);
+  EXPECT_EQ(
+      run_gradlab({"sample", "--checkpoint", text_, "--top-k", all, "--tokens", "2"}).exit_code, 0);
+}
+
+TEST_F(InputRules, ExplainRefusesAnEmptySizeInShapes) {
+  for (const char* shapes : {"2,4,8,2,", ",2,4,8,2", "2,4,,8,2"}) {
+    expect_usage_error(run_gradlab({"explain", "--shapes", shapes}), "explain",
+                       {"--shapes '" + std::string(shapes) + "'", "an empty size"});
+  }
+  EXPECT_EQ(run_gradlab({"explain", "--shapes", "2,4,8,2"}).exit_code, 0);
+}
+
 TEST_F(InputRules, AnEmptyArgumentIsAShortUsageError) {
   TempDir tmp;
   const CommandResult r = run_gradlab({"train", "", "--out", tmp.file("never")});
@@ -284,7 +304,7 @@ TEST_F(InputRules, EveryConfigFileIsAccepted) {
     std::ifstream in(entry.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (contains(text, "task = text")) args = with(args, {"--data", text_file_});
-    EXPECT_EQ(cli::parse_train(args), -1);
+    EXPECT_EQ(cli::find_command("train")->parse(args), -1);
   }
   EXPECT_GE(seen, 9);
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/elementwise.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"

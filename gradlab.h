@@ -64,4 +64,5 @@
 #include "train/memory.h"
 #include "train/metrics_log.h"
 #include "train/optimizer.h"
+#include "train/trained_model.h"
 #include "train/trainer.h"

@@ -13,7 +13,9 @@
 #      target (GRADLAB_NATIVE=OFF), the kernels' variants for every instruction set included
 #      (each runs where the processor has it).
 #      Without MPI (GRADLAB_MPI=OFF): Open MPI's own allocations would fail the leak check; the
-#      tests that start gradlab under mpirun (tests/cli/test_mpi.cpp) run in pass 1.
+#      tests that start gradlab under mpirun (tests/cli/test_mpi.cpp) run in pass 1. Without the
+#      Python package (GRADLAB_PYTHON=OFF): a sanitized extension cannot load into an
+#      interpreter built without the sanitizers; the Python tests run in pass 1.
 #   3. The fuzz targets' committed corpus (fuzz/corpus/) replayed once under the same
 #      sanitizers: the harnesses are built in build-sanitize/ as standalone replays
 #      (GRADLAB_FUZZ_REPLAY, fuzz/README.md), so every input that once crashed stays fixed
@@ -73,7 +75,7 @@ fi
 
 section "Debug + AddressSanitizer + UndefinedBehaviorSanitizer build and suite (build-sanitize/)"
 ./scripts/bootstrap.sh --build-dir build-sanitize --build-type Debug -- \
-  -DGRADLAB_SANITIZE=ON -DGRADLAB_NATIVE=OFF -DGRADLAB_BUILD_BENCH=OFF -DGRADLAB_MPI=OFF \
+  -DGRADLAB_SANITIZE=ON -DGRADLAB_NATIVE=OFF -DGRADLAB_BUILD_BENCH=OFF -DGRADLAB_MPI=OFF -DGRADLAB_PYTHON=OFF \
   -DGRADLAB_FUZZ_REPLAY=ON \
   "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1"
 # Leak detection stays on, with the suppressions for libhdf5's own leaks in

@@ -138,7 +138,7 @@ TEST(ToyModelRuns, TheCommandLineTrainsInspectsAndKeepsTheOptionsOnResume) {
 
 TEST(ToyModelRuns, BadValuesAreUsageErrorsNamingTheFlagAndItsValues) {
   expect_usage_error(run_gradlab({"train", "--norm", "batch"}), "train",
-                     {"--norm", "'batch'", "layer or none"});
+                     {"--norm", "'batch'", "layer, none or rmsnorm"});
   expect_usage_error(run_gradlab({"train", "--activation", "tanh"}), "train",
                      {"--activation", "'tanh'", "gelu or relu"});
   expect_usage_error(run_gradlab({"train", "--d-ff", "-1"}), "train",

@@ -11,7 +11,8 @@
 #      change, with -g1 instead of -g (line tables for the sanitizers' stack traces, without the
 #      types and locals a debugger needs: a third less compile time), and for the generic x86-64
 #      target (GRADLAB_NATIVE=OFF), the kernels' variants for every instruction set included
-#      (each runs where the processor has it).
+#      (each runs where the processor has it). The tests' own files compile with -O0
+#      (GRADLAB_TESTS_COMPILE_OPTIONS, tests/CMakeLists.txt): their time is the library's.
 #      Without MPI (GRADLAB_MPI=OFF): Open MPI's own allocations would fail the leak check; the
 #      tests that start gradlab under mpirun (tests/cli/test_mpi.cpp) run in pass 1. Without the
 #      Python package (GRADLAB_PYTHON=OFF): a sanitized extension cannot load into an
@@ -75,8 +76,8 @@ fi
 
 section "Debug + AddressSanitizer + UndefinedBehaviorSanitizer build and suite (build-sanitize/)"
 ./scripts/bootstrap.sh --build-dir build-sanitize --build-type Debug -- \
-  -DGRADLAB_SANITIZE=ON -DGRADLAB_NATIVE=OFF -DGRADLAB_BUILD_BENCH=OFF -DGRADLAB_MPI=OFF -DGRADLAB_PYTHON=OFF \
-  -DGRADLAB_FUZZ_REPLAY=ON \
+  -DGRADLAB_SANITIZE=ON -DGRADLAB_NATIVE=OFF -DGRADLAB_BUILD_BENCH=OFF -DGRADLAB_MPI=OFF \
+  -DGRADLAB_PYTHON=OFF -DGRADLAB_FUZZ_REPLAY=ON -DGRADLAB_TESTS_COMPILE_OPTIONS=-O0 \
   "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1"
 # Leak detection stays on, with the suppressions for libhdf5's own leaks in
 # fuzz/lsan-suppressions.txt (OpenMP's libgomp needs none). A report makes the process exit 86

@@ -21,13 +21,22 @@ mv "$scratch/installed" "$scratch/moved"
 prefix="$scratch/moved"
 "$prefix/bin/gradlab" --help > /dev/null
 
+# Each project is one file: they are configured and built side by side, each on its own, as a
+# user would build it (the cores are otherwise idle), then run one by one.
+names=()
+builds=()
 for example in examples/*/; do
   name="$(basename "$example")"
+  names+=("$name")
+  { cmake -S "$example" -B "$scratch/build-$name" -DCMAKE_PREFIX_PATH="$prefix" &&
+    cmake --build "$scratch/build-$name"; } > "$scratch/$name.log" 2>&1 &
+  builds+=($!)
+done
+for i in "${!names[@]}"; do
+  wait "${builds[$i]}" || { cat "$scratch/${names[$i]}.log"; exit 1; }
+done
+for name in "${names[@]}"; do
   echo "--- example $name"
-  cmake -S "$example" -B "$scratch/build-$name" -DCMAKE_PREFIX_PATH="$prefix" > "$scratch/$name.log" ||
-    { cat "$scratch/$name.log"; exit 1; }
-  cmake --build "$scratch/build-$name" -j2 >> "$scratch/$name.log" ||
-    { cat "$scratch/$name.log"; exit 1; }
   "$scratch/build-$name/$name"
 done
 

@@ -9,15 +9,22 @@
 namespace gradlab::python {
 namespace {
 
+// The byte strides of a row-major array of T with this shape, as numpy reads them.
 template <class T>
-py::array typed_view(const Tensor& t) {
-  const Shape& shape = t.shape();
+std::vector<py::ssize_t> row_major_strides(const Shape& shape) {
   std::vector<py::ssize_t> strides(shape.size());
   py::ssize_t stride = sizeof(T);
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
     stride *= static_cast<py::ssize_t>(shape[i]);
   }
+  return strides;
+}
+
+template <class T>
+py::array typed_view(const Tensor& t) {
+  const Shape& shape = t.shape();
+  const std::vector<py::ssize_t> strides = row_major_strides<T>(shape);
   // The capsule owns a handle to the tensor: its storage lives while the array does.
   auto* owner = new Tensor(t);
   py::capsule base(owner, [](void* p) { delete static_cast<Tensor*>(p); });
@@ -86,12 +93,7 @@ void bind_arrays(py::module_& m) {
       .def_buffer([](Tensor& t) {
         return dispatch(t.dtype(), [&]<class T>() {
           const Shape& shape = t.shape();
-          std::vector<py::ssize_t> strides(shape.size());
-          py::ssize_t stride = sizeof(T);
-          for (size_t i = shape.size(); i-- > 0;) {
-            strides[i] = stride;
-            stride *= static_cast<py::ssize_t>(shape[i]);
-          }
+          const std::vector<py::ssize_t> strides = row_major_strides<T>(shape);
           return py::buffer_info(t.mutable_data<T>(), sizeof(T), py::format_descriptor<T>::format(),
                                  static_cast<py::ssize_t>(shape.size()),
                                  std::vector<py::ssize_t>(shape.begin(), shape.end()), strides);

@@ -58,17 +58,17 @@ section "Release build and suite (build/)"
 # The executable and the suite; the benchmarks are built by ./scripts/bench.sh.
 ./scripts/bootstrap.sh --target gradlab --target gradlab_tests
 ctest --test-dir build --output-on-failure -j2 "${ctest_args[@]}"
-section "Installed gradlab: examples/ built with find_package(gradlab)"
-./scripts/test_examples.sh
 
 section "Python package and its tests (build/python, tests/python)"
-# Built for Debian's interpreter, whose numpy and pytest the tests use; skipped without pybind11
-# (GRADLAB_PYTHON is then OFF).
+# Built for Debian's interpreter (CMakeLists.txt's default), whose numpy and pytest the tests
+# use; skipped without pybind11 (GRADLAB_PYTHON is then OFF).
 if grep -q "^GRADLAB_PYTHON:BOOL=ON" build/CMakeCache.txt; then
-  cmake -S . -B build -DPYTHON_EXECUTABLE=/usr/bin/python3 >/dev/null
   cmake --build build -j2 --target gradlab_python
   GRADLAB_BUILD="$PWD/build" /usr/bin/python3 -m pytest -q tests/python
 fi
+# After the Python package: `cmake --install` installs it too.
+section "Installed gradlab: examples/ built with find_package(gradlab)"
+./scripts/test_examples.sh
 if ((release_only)); then
   section "done"
   exit 0

@@ -1,4 +1,4 @@
-// `gradlab explain`: the seeds' worked example and shape walk, computed by the real
+// `gradlab explain`: the attention tutorial's worked example and shape walk, computed by the real
 // MultiHeadAttention module (its trace of intermediates), not by a separate code path.
 #include <boost/program_options.hpp>
 #include <cmath>
@@ -155,7 +155,8 @@ struct ExplainArgs {
   }
   boost::program_options::options_description options{
       "gradlab explain: multi-head attention step by step\n"
-      "Without options, reproduces the seeds' worked 3x4 example with the real module.\nOptions"};
+      "Without options, reproduces the tutorial's worked 3x4 example with the real "
+      "module.\nOptions"};
   std::string shapes;
   std::vector<int64_t> sizes;  // empty without --shapes
   double max_memory = 0;       // GiB; 0: 80% of the machine's memory

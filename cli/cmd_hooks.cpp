@@ -1,5 +1,6 @@
 // `gradlab hooks`: the hook points of a checkpoint's model, in the order a forward pass meets
-// them, with their shapes in the seeds' letters and in the model's sizes.
+// them, with their shapes in the tutorial's letters ([B, T, C], [B, H, Tq, Tk]) and in the model's
+// sizes.
 #include <cstdio>
 #include <sstream>
 

@@ -6,7 +6,7 @@
     scripts/plot_activations.py act.h5 out.png [NAME_SUBSTRING ...]
 
 Each dataset (docs/hooks.md: named as its hook point, without the batch axis, with its shape in
-the seeds' letters as the attribute `letters`) becomes one heatmap with the positions down the
+the tutorial's letters as the attribute `letters`) becomes one heatmap with the positions down the
 side: [T, X] as it is; [T, H, D] as each head's vector norm, [T, H]; [H, Tq, Tk] (scores,
 patterns) as the heads side by side, [Tq, H * Tk]. Only the datasets whose names contain one of
 the NAME_SUBSTRINGs when given. Needs h5py, numpy and matplotlib; renders without a display.

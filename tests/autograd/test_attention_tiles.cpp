@@ -152,7 +152,7 @@ TEST(TiledAttention, TheOpsTwoPathsAgree) {
 }
 
 // A module's causal self-attention over 300 positions, whose forward without weights runs the
-// tiled kernel, against the same module's composed ops (the seeds' step-by-step path, with a
+// tiled kernel, against the same module's composed ops (the tutorial's step-by-step path, with a
 // trace): output and every gradient, with key padding that hides a whole sequence's last keys.
 TEST(TiledAttention, TheModuleMatchesItsComposedOps) {
   const int64_t B = 2, T = 300, C = 12;

@@ -20,6 +20,9 @@ std::string threads_at_start(const std::map<std::string, std::string>& environme
   testing::RunOptions options;
   options.environment = environment;
   options.environment[kChildVariable] = "1";
+  // A sharded run (GTEST_TOTAL_SHARDS) would give the child only its shard of the one test.
+  options.environment["GTEST_TOTAL_SHARDS"] = "";
+  options.environment["GTEST_SHARD_INDEX"] = "";
   const testing::CommandResult child = run_command(
       "/proc/self/exe", {"--gtest_filter=ThreadDefault.ChildPrintsItsThreads"}, options);
   EXPECT_EQ(child.exit_code, 0) << child.describe();

@@ -46,9 +46,25 @@ void expect_default_handler(int signal) {
   EXPECT_EQ(now.sa_handler, SIG_DFL) << "signal " << signal;
 }
 
+// Starts from the default handlers: a test binary started in the background by a
+// non-interactive shell inherits SIGINT ignored, which StopSignals rightly leaves alone.
 class FitStopSignal : public ::testing::TestWithParam<int> {
  protected:
-  void SetUp() override { omp_set_num_threads(1); }
+  void SetUp() override {
+    omp_set_num_threads(1);
+    for (const int signal : {SIGINT, SIGTERM}) {
+      struct sigaction default_action {};
+      default_action.sa_handler = SIG_DFL;
+      sigaction(signal, &default_action, &inherited_[signal == SIGINT ? 0 : 1]);
+    }
+  }
+  void TearDown() override {
+    sigaction(SIGINT, &inherited_[0], nullptr);
+    sigaction(SIGTERM, &inherited_[1], nullptr);
+  }
+
+ private:
+  struct sigaction inherited_[2]{};
 };
 
 TEST_P(FitStopSignal, SavesAfterTheStepAndResumes) {

@@ -1,15 +1,16 @@
-// The seeds, executable: seed 000's worked example (numbers pinned from the seed's text, read off
-// the real module's output) and seed 002/004's shape and parameter-count facts.
+// The attention tutorials the project grew from, executable: the worked 3x4 example (numbers
+// pinned from the tutorial's text, read off the real module's output) and the shape walk and
+// parameter-count facts.
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
 #include "nn/attention.h"
 
 namespace gradlab::nn {
-namespace test_seed_example {
+namespace test_worked_example {
 
-// X of seed 000 with W_Q = W_K = W_V = W_O = I, H = 2, D = 2.
-AttentionTrace seed_example() {
+// X of the worked example with W_Q = W_K = W_V = W_O = I, H = 2, D = 2.
+AttentionTrace worked_example() {
   Generator gen(0);
   MultiHeadAttention attn({.d_model = 4, .num_heads = 2, .bias = false}, gen);
   const Tensor identity = tensor({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}});
@@ -20,28 +21,29 @@ AttentionTrace seed_example() {
   return trace;
 }
 
-TEST(SeedExample, AttentionWeightsMatchSeed000) {
-  const AttentionTrace trace = seed_example();
+TEST(WorkedExample, AttentionWeightsMatchTheTutorial) {
+  const AttentionTrace trace = worked_example();
   ASSERT_EQ(trace.weights.shape(), (Shape{1, 2, 3, 3}));  // [B, H, Tq, Tk]
-  // A^(1) and A^(2) as printed in the seed (4 decimals).
+  // A^(1) and A^(2) as printed in the tutorial (4 decimals).
   const Tensor expected =
       tensor({{{{0.4011, 0.1978, 0.4011}, {0.1978, 0.4011, 0.4011}, {0.2483, 0.2483, 0.5035}},
                {{0.5035, 0.2483, 0.2483}, {0.2483, 0.5035, 0.2483}, {0.3333, 0.3333, 0.3333}}}});
   EXPECT_TRUE(allclose(trace.weights, expected, 0, 5e-5)) << trace.weights;
 }
 
-TEST(SeedExample, ScaledScoresAreDividedBySqrtD) {
-  const AttentionTrace trace = seed_example();
+TEST(WorkedExample, ScaledScoresAreDividedBySqrtD) {
+  const AttentionTrace trace = worked_example();
   // Head 1: Q K^T = [[1,0,1],[0,1,1],[1,1,2]], divided by sqrt(2).
   EXPECT_NEAR(trace.scores.at({0, 0, 2, 2}), 2.0, 1e-6);
   EXPECT_NEAR(trace.scaled_scores.at({0, 0, 2, 2}), 1.4142, 5e-5);
   EXPECT_NEAR(trace.scaled_scores.at({0, 0, 0, 1}), 0.0, 1e-7);
 }
 
-TEST(SeedExample, OutputYMatchesSeed000) {
-  const AttentionTrace trace = seed_example();
+TEST(WorkedExample, OutputYMatchesTheTutorial) {
+  const AttentionTrace trace = worked_example();
   ASSERT_EQ(trace.output.shape(), (Shape{1, 3, 4}));
-  // Y from the seed; row 3 of head 1 is 0.7517 exactly (the seed's 0.7518 sums rounded terms).
+  // Y from the tutorial; row 3 of head 1 is 0.7517 exactly (the tutorial's 0.7518 sums rounded
+  // terms).
   const Tensor expected = tensor({{{0.8022, 0.5989, 0.5035, 0.2483},
                                    {0.5989, 0.8022, 0.2483, 0.5035},
                                    {0.7517, 0.7517, 0.3333, 0.3333}}});
@@ -51,8 +53,8 @@ TEST(SeedExample, OutputYMatchesSeed000) {
   EXPECT_TRUE(allclose(trace.concat, trace.output, 0, 1e-7));  // W_O = I
 }
 
-TEST(SeedExample, ShapeWalkWithUnequalSizes) {
-  // Seed 004's walk with every size different (B=2, T=5, C=12, H=3, D=4).
+TEST(WorkedExample, ShapeWalkWithUnequalSizes) {
+  // The shape walk with every size different (B=2, T=5, C=12, H=3, D=4).
   Generator gen(1);
   MultiHeadAttention attn({.d_model = 12, .num_heads = 3}, gen);
   const Tensor x = Tensor::randn({2, 5, 12}, gen);
@@ -68,7 +70,7 @@ TEST(SeedExample, ShapeWalkWithUnequalSizes) {
   EXPECT_TRUE(allclose(row_sums, Tensor::ones({2, 3, 5}), 1e-5, 1e-6));
 }
 
-TEST(SeedExample, ParameterCountIs4CSquaredWhateverH) {
+TEST(WorkedExample, ParameterCountIs4CSquaredWhateverH) {
   for (int64_t heads : {1, 2, 4, 8}) {
     Generator gen(0);
     MultiHeadAttention no_bias({.d_model = 64, .num_heads = heads, .bias = false}, gen);
@@ -78,7 +80,7 @@ TEST(SeedExample, ParameterCountIs4CSquaredWhateverH) {
   }
 }
 
-TEST(SeedExample, GroupedKeyValueHeadsShrinkKAndV) {
+TEST(WorkedExample, GroupedKeyValueHeadsShrinkKAndV) {
   Generator gen(0);
   // C = 64, H = 8, D = 8: K and V project to KV * D = 16 columns.
   MultiHeadAttention gqa({.d_model = 64, .num_heads = 8, .num_kv_heads = 2, .bias = false}, gen);
@@ -88,7 +90,7 @@ TEST(SeedExample, GroupedKeyValueHeadsShrinkKAndV) {
   EXPECT_EQ(mqa.num_parameters(), 2 * 64 * 64 + 2 * 64 * 8);
 }
 
-TEST(SeedExample, HeadsComeFromProjectionsNotFromSlicingX) {
+TEST(WorkedExample, HeadsComeFromProjectionsNotFromSlicingX) {
   // With random projections, head 1's queries are not the first D columns of X.
   Generator gen(2);
   MultiHeadAttention attn({.d_model = 12, .num_heads = 3}, gen);
@@ -102,5 +104,5 @@ TEST(SeedExample, HeadsComeFromProjectionsNotFromSlicingX) {
   EXPECT_TRUE(allclose(head0, reshape(narrow(trace.q, 2, 0, 4), {5, 4}), 0, 0));
 }
 
-}  // namespace test_seed_example
+}  // namespace test_worked_example
 }  // namespace gradlab::nn

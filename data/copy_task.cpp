@@ -14,7 +14,7 @@ class PermutationTask : public SequenceTask {
  public:
   using Rearrange = void (*)(std::vector<int64_t>&);
   PermutationTask(const TaskConfig& config, Rearrange rearrange)
-      : SequenceTask(config), rearrange_(rearrange) {}
+      : SequenceTask(config.name, config.sequence), rearrange_(rearrange) {}
   int64_t prompt_length() const override { return length(); }
   int64_t answer_length() const override { return length(); }
 

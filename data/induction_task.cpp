@@ -3,6 +3,7 @@
 #include "data/induction_task.h"
 
 #include <stdexcept>
+#include <utility>
 
 #include "autograd/error.h"
 #include "autograd/format.h"
@@ -39,7 +40,8 @@ class InductionData : public DataSource {
 
 }  // namespace
 
-InductionTask::InductionTask(const TaskConfig& config) : SequenceTask(config) {
+InductionTask::InductionTask(std::string name, const SequenceTaskOptions& options)
+    : SequenceTask(std::move(name), options) {
   if (length() < 2) {
     throw ConfigError("task: induction needs --length >= 2 (blocks of N/2 to N symbols), got " +
                       format_number(length()));
@@ -144,7 +146,7 @@ void InductionTask::check_prompt_length(int64_t size) const {
 }
 
 std::unique_ptr<Task> make_induction_task(const TaskConfig& config) {
-  return std::make_unique<InductionTask>(config);
+  return std::make_unique<InductionTask>(config.name, config.sequence);
 }
 
 }  // namespace gradlab::data

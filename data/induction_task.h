@@ -32,7 +32,7 @@ class InductionTask : public SequenceTask {
  public:
   // Throws ConfigError naming the flag: --length below 2 (the blocks' lengths would not vary),
   // --symbols below --length (a block's symbols are distinct), either above 2^20.
-  explicit InductionTask(const TaskConfig& config);
+  InductionTask(std::string name, const SequenceTaskOptions& options);
 
   static constexpr int64_t kStart = kSeparator;
   int64_t shortest_block() const { return (length() + 1) / 2; }

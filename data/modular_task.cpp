@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "autograd/error.h"
 #include "autograd/format.h"
@@ -14,17 +15,14 @@
 namespace gradlab::data {
 namespace {
 
-// The sequence tasks' sizes of a modular config: two prompt symbols out of P. The modulus is
+// The sequence tasks' sizes of a modular task: two prompt symbols out of P. The modulus is
 // checked here, before SequenceTask's checks, so that its message names --modulus.
-TaskConfig sequence_config(const TaskConfig& config) {
-  if (config.modulus < 2 || config.modulus > ModularTask::kMaxModulus) {
+SequenceTaskOptions sequence_options(const ModularOptions& options) {
+  if (options.modulus < 2 || options.modulus > ModularTask::kMaxModulus) {
     throw ConfigError("task: --modulus must be in [2, " + format_number(ModularTask::kMaxModulus) +
-                      "], got " + format_number(config.modulus));
+                      "], got " + format_number(options.modulus));
   }
-  TaskConfig sequence = config;
-  sequence.length = 2;
-  sequence.num_symbols = config.modulus;
-  return sequence;
+  return {.length = 2, .num_symbols = options.modulus};
 }
 
 // The sample of pair number `pair` (a = pair / P, b = pair % P), tokens x + 1.
@@ -76,11 +74,11 @@ const std::vector<ModularOperation>& modular_operations() {
   return operations;
 }
 
-ModularTask::ModularTask(const TaskConfig& config)
-    : SequenceTask(sequence_config(config)),
+ModularTask::ModularTask(std::string name, const ModularOptions& options)
+    : SequenceTask(std::move(name), sequence_options(options)),
       operation_(
-          &row_named(modular_operations(), config.operation, "operation", "task: --operation: ")),
-      train_fraction_(config.train_fraction) {
+          &row_named(modular_operations(), options.operation, "operation", "task: --operation: ")),
+      train_fraction_(options.train_fraction) {
   // Written as "not inside" so that NaN is refused too.
   if (!(train_fraction_ > 0 && train_fraction_ < 1)) {
     throw ConfigError("task: --train-fraction must be in (0, 1), got " +
@@ -164,16 +162,17 @@ std::shared_ptr<const DataSource> ModularTask::data_source(
 std::vector<ConfigField> modular_task_fields(TaskConfig& c) {
   static const std::string operation_help =
       "--task modular: the operation, " + names_of(modular_operations());
+  ModularOptions& m = c.modular;
   return {
-      {"modulus", &c.modulus, "--task modular: the modulus P (the vocabulary is P + 2)"},
-      {"operation", &c.operation, operation_help.c_str()},
-      {"train-fraction", &c.train_fraction,
+      {"modulus", &m.modulus, "--task modular: the modulus P (the vocabulary is P + 2)"},
+      {"operation", &m.operation, operation_help.c_str()},
+      {"train-fraction", &m.train_fraction,
        "--task modular: the part of the P^2 pairs trained on; the rest is held out"},
   };
 }
 
 std::unique_ptr<Task> make_modular_task(const TaskConfig& config) {
-  return std::make_unique<ModularTask>(config);
+  return std::make_unique<ModularTask>(config.name, config.modular);
 }
 
 }  // namespace gradlab::data

@@ -32,9 +32,10 @@ struct ModularSplit {
 // the sequence tasks' (data/sequence_task.h): separator, the P numbers, padding.
 class ModularTask : public SequenceTask {
  public:
-  // Throws ConfigError naming the flag: --modulus outside [2, kMaxModulus], an unknown
-  // --operation, --train-fraction outside (0, 1), or a fraction that leaves either part empty.
-  explicit ModularTask(const TaskConfig& config);
+  // The task of the row `name`. Throws ConfigError naming the flag: --modulus outside
+  // [2, kMaxModulus], an unknown --operation, --train-fraction outside (0, 1), or a fraction that
+  // leaves either part empty.
+  ModularTask(std::string name, const ModularOptions& options);
   static constexpr int64_t kMaxModulus = 4096;  // the P^2 pairs are enumerated
 
   int64_t modulus() const { return num_symbols(); }
@@ -68,7 +69,7 @@ class ModularTask : public SequenceTask {
   int64_t training_pairs_;
 };
 
-// The modular task's options bound to config: --modulus, --operation, --train-fraction.
+// The modular task's options bound to config.modular: --modulus, --operation, --train-fraction.
 std::vector<ConfigField> modular_task_fields(TaskConfig& config);
 
 }  // namespace gradlab::data

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "autograd/error.h"
@@ -67,27 +68,24 @@ class MqarData : public DataSource {
 
 }  // namespace
 
-MqarTask::MqarTask(const TaskConfig& config)
-    : Task(config.name),
-      pairs_(config.pairs),
-      context_(config.text.context),
-      num_symbols_(config.num_symbols) {
-  const std::string pairs = "--pairs " + format_number(pairs_),
-                    context = "--context " + format_number(context_),
-                    symbols = "--symbols " + format_number(num_symbols_);
+MqarTask::MqarTask(std::string name, const MqarOptions& options, int64_t context, int64_t symbols)
+    : Task(std::move(name)), pairs_(options.pairs), context_(context), num_symbols_(symbols) {
+  const std::string pairs_flag = "--pairs " + format_number(pairs_),
+                    context_flag = "--context " + format_number(context_),
+                    symbols_flag = "--symbols " + format_number(num_symbols_);
   refuse_unless(pairs_ >= 1 && pairs_ <= kMaxMqarSize,
-                "--pairs must be in [1, 2^20], got " + pairs);
+                "--pairs must be in [1, 2^20], got " + pairs_flag);
   refuse_unless(context_ >= 1 && context_ <= kMaxMqarSize,
-                "--context must be in [1, 2^20], got " + context);
+                "--context must be in [1, 2^20], got " + context_flag);
   refuse_unless(num_symbols_ >= 1 && num_symbols_ <= kMaxMqarSize,
-                "--symbols must be in [1, 2^20], got " + symbols);
+                "--symbols must be in [1, 2^20], got " + symbols_flag);
   refuse_unless(context_ >= 4 * pairs_,
-                context + " cannot hold " + pairs +
+                context_flag + " cannot hold " + pairs_flag +
                     ": mqar needs --context >= 4 * pairs = " + format_number(4 * pairs_) +
                     " (2 tokens per key-value pair, then a 2-token slot per query)");
   refuse_unless(num_symbols_ >= 2 * pairs_ + 2,
-                symbols + " has " + format_number(first_value() - 1) +
-                    " keys (1..symbols/2 - 1), fewer than " + pairs +
+                symbols_flag + " has " + format_number(first_value() - 1) +
+                    " keys (1..symbols/2 - 1), fewer than " + pairs_flag +
                     ": mqar needs --symbols >= 2 * pairs + 2 = " + format_number(2 * pairs_ + 2));
 }
 
@@ -163,7 +161,8 @@ std::shared_ptr<const DataSource> MqarTask::data_source(
 }
 
 std::unique_ptr<Task> make_mqar_task(const TaskConfig& config) {
-  return std::make_unique<MqarTask>(config);
+  return std::make_unique<MqarTask>(config.name, config.mqar, config.text.context,
+                                    config.sequence.num_symbols);
 }
 
 std::vector<ConfigField> mqar_task_fields(TaskConfig& c) {
@@ -175,14 +174,14 @@ std::vector<ConfigField> mqar_task_fields(TaskConfig& c) {
     throw std::logic_error("mqar_task_fields: no field " + key);
   };
   return {
-      {"pairs", &c.pairs, "--task mqar: key-value pairs per sequence, each key queried once"},
+      {"pairs", &c.mqar.pairs, "--task mqar: key-value pairs per sequence, each key queried once"},
       shared(text_task_fields(c), "context"),
       shared(sequence_task_fields(c), "symbols"),
   };
 }
 
 void mqar_own_defaults(TaskConfig& config, const std::function<bool(const char* key)>& given) {
-  if (!given("symbols")) config.num_symbols = kDefaultMqarSymbols;
+  if (!given("symbols")) config.sequence.num_symbols = kDefaultMqarSymbols;
 }
 
 }  // namespace gradlab::data

@@ -30,10 +30,12 @@ constexpr double kMqarPowerA = 0.01;
 
 class MqarTask : public Task {
  public:
-  // Throws ConfigError naming the flags: --pairs below 1, --context below 4 * --pairs (the
-  // pairs and one two-token slot per query), --symbols below 2 * --pairs + 2 (N distinct keys
-  // in 1..V/2-1), or a size above 2^20.
-  explicit MqarTask(const TaskConfig& config);
+  // The task of the row `name`: options, and the sizes it reads from the flags it shares with
+  // other tasks, context (--context, TextOptions::context) and symbols (--symbols,
+  // SequenceTaskOptions::num_symbols). Throws ConfigError naming the flags: --pairs below 1,
+  // --context below 4 * --pairs (the pairs and one two-token slot per query), --symbols below
+  // 2 * --pairs + 2 (N distinct keys in 1..V/2-1), or a size above 2^20.
+  MqarTask(std::string name, const MqarOptions& options, int64_t context, int64_t symbols);
 
   int64_t pairs() const { return pairs_; }
   int64_t context() const { return context_; }

@@ -2,6 +2,8 @@
 // a built-in model through train::Trainer records it, with the vocabulary and positions of that
 // model, so that the command line can rebuild the model; the batches stayed in the program.
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "autograd/error.h"
 #include "autograd/format.h"
@@ -12,8 +14,8 @@ namespace {
 
 class ProgramData : public Task {
  public:
-  explicit ProgramData(const TaskConfig& config)
-      : Task(config.name), vocab_size_(config.vocab_size), positions_(config.positions) {
+  ProgramData(std::string name, const ProgramDataOptions& options)
+      : Task(std::move(name)), vocab_size_(options.vocab_size), positions_(options.positions) {
     if (vocab_size_ < 1) {
       throw ConfigError("vocab-size must be positive, got " + format_number(vocab_size_));
     }
@@ -45,14 +47,14 @@ class ProgramData : public Task {
 }  // namespace
 
 std::unique_ptr<Task> make_program_data_task(const TaskConfig& config) {
-  return std::make_unique<ProgramData>(config);
+  return std::make_unique<ProgramData>(config.name, config.program);
 }
 
 std::vector<ConfigField> program_data_fields(TaskConfig& c) {
   // Never flags: gradlab train does not run a program's data.
   return {
-      {"vocab-size", &c.vocab_size, "the program's vocabulary V", true, false, false},
-      {"max-len", &c.positions, "the positions of the program's model", true, false, false},
+      {"vocab-size", &c.program.vocab_size, "the program's vocabulary V", true, false, false},
+      {"max-len", &c.program.positions, "the positions of the program's model", true, false, false},
   };
 }
 

@@ -15,7 +15,7 @@ using Sequence = std::vector<int64_t>;
 
 class RecallTask : public SequenceTask {
  public:
-  explicit RecallTask(const TaskConfig& config) : SequenceTask(config) {
+  explicit RecallTask(const TaskConfig& config) : SequenceTask(config.name, config.sequence) {
     if (num_symbols() < length()) {
       throw ConfigError(
           "task: recall needs --symbols >= --length (keys are distinct), got --symbols " +

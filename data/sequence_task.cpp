@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/error.h"
@@ -34,8 +35,8 @@ Indices draw(const SequenceTask& task, Generator& gen, int64_t count) {
 
 }  // namespace
 
-SequenceTask::SequenceTask(const TaskConfig& config)
-    : Task(config.name), length_(config.length), num_symbols_(config.num_symbols) {
+SequenceTask::SequenceTask(std::string name, const SequenceTaskOptions& options)
+    : Task(std::move(name)), length_(options.length), num_symbols_(options.num_symbols) {
   require_positive("--length", length_);
   require_positive("--symbols", num_symbols_);
   if (length_ > (1 << 20) || num_symbols_ > (1 << 20)) {
@@ -133,10 +134,11 @@ std::shared_ptr<const DataSource> SequenceTask::data_source(
 }
 
 std::vector<ConfigField> sequence_task_fields(TaskConfig& c) {
+  SequenceTaskOptions& s = c.sequence;
   return {
-      {"length", &c.length,
+      {"length", &s.length,
        "data tokens per sample (recall: key-value pairs; induction: the longest block)"},
-      {"symbols", &c.num_symbols,
+      {"symbols", &s.num_symbols,
        "number of data symbols (vocabulary = symbols + 2); --task mqar: the vocabulary, 256 "
        "unless given"},
   };

@@ -73,8 +73,9 @@ class SequenceTask : public Task {
   const SequenceTask* sequence_task() const override { return this; }
 
  protected:
-  // Throws ConfigError naming the field for a size below 1 or above 2^20.
-  explicit SequenceTask(const TaskConfig& config);
+  // The task of the row `name`, sized by options. Throws ConfigError naming the flag for a size
+  // below 1 or above 2^20.
+  SequenceTask(std::string name, const SequenceTaskOptions& options);
 
   // A prompt drawn from gen.
   virtual std::vector<int64_t> draw_prompt(Generator& gen) const;
@@ -89,7 +90,7 @@ class SequenceTask : public Task {
   int64_t length_, num_symbols_;
 };
 
-// The options of every sequence task, bound to config: --length and --symbols.
+// The options of every sequence task, bound to config.sequence: --length and --symbols.
 std::vector<ConfigField> sequence_task_fields(TaskConfig& config);
 
 // A sequence task of task_kinds() (data/tasks.h). Throws ConfigError for an unknown name, a

@@ -12,6 +12,10 @@
 
 #include "data/config_field.h"
 #include "data/data_source.h"
+#include "data/modular_options.h"
+#include "data/mqar_options.h"
+#include "data/program_data_options.h"
+#include "data/sequence_task_options.h"
 #include "data/text_options.h"
 #include "nn/sequence_model.h"
 
@@ -21,25 +25,18 @@ class LanguageModelTask;
 class SequenceTask;
 class Vocabulary;
 
-// A task's settings. The sequence tasks read length and num_symbols, the text task its own
-// struct, mqar pairs, num_symbols and text.context; a checkpoint's /config holds only the
-// fields of its task (Task::fields).
+// A task's settings: its name and one options struct per task family, each passed whole to
+// the tasks that read it (their factories in data/task_rows.h pick it out). A new option is its
+// field in its family's struct, its row in that family's fields function (the flag, the /config
+// attribute and the config-file key) and its use in the task. A checkpoint's /config holds only
+// the fields of its own task (TaskKind::fields, data/tasks.h).
 struct TaskConfig {
-  std::string name = "copy";  // a row of task_kinds()
-  // sequence tasks: data tokens per sample (recall: key-value pairs; induction: the longest
-  // block)
-  int64_t length = 10;
-  int64_t num_symbols = 10;  // sequence tasks: data symbols 1..num_symbols (mqar: vocabulary)
-  int64_t pairs = 8;         // mqar: key-value pairs per sequence
-  TextOptions text;          // the text task (mqar reads its context: the sequence length)
-  // The modular task (data/modular_task.h): (a op b) mod modulus, its pairs split once.
-  int64_t modulus = 113;
-  std::string operation = "add";  // a row of modular_operations()
-  double train_fraction = 0.3;    // of the modulus^2 pairs
-  // A program's own data (data/program_data.cpp): the vocabulary V and the positions of the
-  // model it trained, which a built-in task would have set.
-  int64_t vocab_size = 0;
-  int64_t positions = 0;
+  std::string name = "copy";     // a row of task_kinds()
+  SequenceTaskOptions sequence;  // copy, reverse, sort, recall, induction; mqar's --symbols
+  MqarOptions mqar;
+  ModularOptions modular;
+  TextOptions text;            // the text task; mqar's --context
+  ProgramDataOptions program;  // a program's own data
 };
 
 // One held-out set's size, for the size checks and the memory estimate.

@@ -79,10 +79,11 @@ std::optional<Vocabulary> known_vocabulary(const TextOptions& options) {
 
 }  // namespace
 
-TextTask::TextTask(const TaskConfig& config, std::shared_ptr<const TextCorpus> corpus)
-    : LanguageModelTask(config.name), options_(config.text), corpus_(std::move(corpus)) {
+TextTask::TextTask(std::string name, const TextOptions& options,
+                   std::shared_ptr<const TextCorpus> corpus)
+    : LanguageModelTask(std::move(name)), options_(options), corpus_(std::move(corpus)) {
   const TextOptions& o = options_;
-  check(!o.data.empty(), "--task " + name() + " needs --data FILE");
+  check(!o.data.empty(), "--task " + this->name() + " needs --data FILE");
   check(o.context > 0 && o.context <= (1 << 20),
         "--context must be in [1, 2^20], got " + format_number(o.context));
   check(o.val_fraction > 0 && o.val_fraction < 1,
@@ -152,7 +153,7 @@ std::shared_ptr<const DataSource> TextTask::file_source(
 }
 
 std::unique_ptr<Task> make_text_task(const TaskConfig& config) {
-  return std::make_unique<TextTask>(config);
+  return std::make_unique<TextTask>(config.name, config.text);
 }
 
 std::vector<ConfigField> text_task_fields(TaskConfig& c) {

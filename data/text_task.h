@@ -46,7 +46,8 @@ class TextTask : public LanguageModelTask {
  public:
   // Throws ConfigError naming the flag: no --data, --context outside [1, 2^20], --val-fraction
   // outside (0, 1), --eval-iters below 1, an unknown --tokenizer.
-  explicit TextTask(const TaskConfig& config, std::shared_ptr<const TextCorpus> corpus = nullptr);
+  TextTask(std::string name, const TextOptions& options,
+           std::shared_ptr<const TextCorpus> corpus = nullptr);
 
   // Throws ConfigError naming --tokenizer when the vocabulary is not known yet (prepare()).
   int64_t vocab_size() const override { return vocabulary().size(); }

@@ -65,8 +65,8 @@ void make_workdir() {
   workdir() = dir;
   std::atexit(remove_workdir);
   RunConfig config;
-  config.task.length = 2;
-  config.task.num_symbols = 3;
+  config.task.sequence.length = 2;
+  config.task.sequence.num_symbols = 3;
   config.net.d_model = 8;
   config.net.attention.num_heads = 2;
   config.net.num_layers = 1;

@@ -433,8 +433,8 @@ std::vector<ConfigEntry> program_entries(const nn::SequenceModel& model,
   const std::string task_key = config_fields(run).front().key;
   if (has(given, task_key) || model.kind().empty()) return given;
   run.task.name = data::own_data_kind().name;
-  run.task.vocab_size = model.config().vocab_size;
-  run.task.positions = model.config().max_len;
+  run.task.program.vocab_size = model.config().vocab_size;
+  run.task.program.positions = model.config().max_len;
   run.model = model.kind();
   run.net = model.config();
   std::vector<ConfigEntry> entries = to_entries(run);

@@ -39,8 +39,8 @@ int main() {
 
   // The copy task, small: 4 symbols to repeat, a 32-wide decoder of 2 blocks.
   train::RunConfig config;
-  config.task.length = 4;
-  config.task.num_symbols = 6;
+  config.task.sequence.length = 4;
+  config.task.sequence.num_symbols = 6;
   config.net.d_model = 32;
   config.net.feed_forward.d_ff = 64;
   config.net.norm.kind = "dyt";

@@ -260,7 +260,7 @@ train::RunConfig tiny_config(const std::string& model, const std::string& task, 
   train::RunConfig c;
   c.model = model;
   c.task.name = task;
-  c.task.length = length;
+  c.task.sequence.length = length;
   c.net.d_model = 16;
   c.net.feed_forward.d_ff = 16;
   c.net.attention.num_heads = 2;
@@ -305,7 +305,7 @@ TEST(EdgeCaseSizes, LengthZeroIsAConfigError) {
     SCOPED_TRACE(task);
     data::TaskConfig config;
     config.name = task;
-    config.length = 0;
+    config.sequence.length = 0;
     EXPECT_THROW(data::make_task(config), ConfigError);
     EXPECT_THROW(tiny_config("decoder", task, 0, 4, 4), ConfigError);
   }

@@ -39,8 +39,7 @@ SequenceBatch seq2seq_heldout(const SequenceTask& task, uint64_t seed, int64_t c
 std::unique_ptr<SequenceTask> make(const std::string& name, int64_t length, int64_t num_symbols) {
   TaskConfig c;
   c.name = name;
-  c.length = length;
-  c.num_symbols = num_symbols;
+  c.sequence = {.length = length, .num_symbols = num_symbols};
   return make_sequence_task(c);
 }
 

@@ -13,6 +13,7 @@
 
 #include "autograd/error.h"
 #include "data/induction_task.h"
+#include "data/tasks.h"
 #include "interp/head_scores.h"
 #include "tests/test_helpers.h"
 #include "train/config.h"
@@ -28,13 +29,12 @@ using testing::contains;
 TaskConfig induction_config(int64_t length, int64_t symbols) {
   TaskConfig c;
   c.name = "induction";
-  c.length = length;
-  c.num_symbols = symbols;
+  c.sequence = {.length = length, .num_symbols = symbols};
   return c;
 }
 
 std::shared_ptr<InductionTask> make(int64_t length, int64_t symbols) {
-  return std::make_shared<InductionTask>(induction_config(length, symbols));
+  return std::make_shared<InductionTask>("induction", induction_config(length, symbols).sequence);
 }
 
 // Row `row` of a batch as the sequence it was cut from: the inputs, then the last target.
@@ -159,7 +159,7 @@ TEST(InductionTask, PromptIsAFirstCopyOfUpToNSymbols) {
 
 void expect_config_error(const TaskConfig& config, const std::vector<std::string>& named) {
   try {
-    InductionTask task(config);
+    make_task(config);
     FAIL() << "no ConfigError";
   } catch (const ConfigError& e) {
     for (const std::string& part : named) EXPECT_TRUE(contains(e.what(), part)) << e.what();
@@ -171,8 +171,8 @@ TEST(InductionTask, ImpossibleSizesAreRefusedNamingTheFlags) {
   expect_config_error(induction_config(0, 10), {"--length"});
   expect_config_error(induction_config(12, 11), {"--symbols 11", "--length 12"});
   expect_config_error(induction_config(4, 0), {"--symbols"});
-  EXPECT_NO_THROW(InductionTask(induction_config(2, 2)));
-  EXPECT_NO_THROW(InductionTask(induction_config(12, 12)));
+  EXPECT_NO_THROW(make_task(induction_config(2, 2)));
+  EXPECT_NO_THROW(make_task(induction_config(12, 12)));
 }
 
 // A 2-layer attention-only model without LayerNorm on blocks of 4 to 8 symbols out of 32 grows a

@@ -30,14 +30,12 @@ using testing::TempDir;
 TaskConfig modular(int64_t modulus, double train_fraction, const std::string& operation = "add") {
   TaskConfig c;
   c.name = "modular";
-  c.modulus = modulus;
-  c.train_fraction = train_fraction;
-  c.operation = operation;
+  c.modular = {.modulus = modulus, .operation = operation, .train_fraction = train_fraction};
   return c;
 }
 
 std::shared_ptr<ModularTask> make(const TaskConfig& config) {
-  return std::make_shared<ModularTask>(config);
+  return std::make_shared<ModularTask>(config.name, config.modular);
 }
 
 // The pair number a * P + b of every row of samples [N, 4] (tokens a + 1, b + 1, =, c + 1).
@@ -52,7 +50,7 @@ std::vector<int64_t> pairs_of(const Indices& samples, int64_t modulus) {
 // The message of the ConfigError that building config throws ("" if none).
 std::string refusal(const TaskConfig& config) {
   try {
-    ModularTask task(config);
+    ModularTask task(config.name, config.modular);
   } catch (const ConfigError& e) {
     return e.what();
   }

@@ -13,6 +13,7 @@
 
 #include "autograd/error.h"
 #include "data/mqar_task.h"
+#include "data/tasks.h"
 #include "tests/cli_runner.h"
 #include "tests/test_helpers.h"
 #include "train/checkpoint.h"
@@ -34,14 +35,14 @@ using train::RunConfig;
 TaskConfig mqar_config(int64_t pairs, int64_t context, int64_t symbols) {
   TaskConfig c;
   c.name = "mqar";
-  c.pairs = pairs;
+  c.mqar.pairs = pairs;
   c.text.context = context;
-  c.num_symbols = symbols;
+  c.sequence.num_symbols = symbols;
   return c;
 }
 
 std::shared_ptr<MqarTask> make(int64_t pairs, int64_t context, int64_t symbols) {
-  return std::make_shared<MqarTask>(mqar_config(pairs, context, symbols));
+  return std::make_shared<MqarTask>("mqar", MqarOptions{.pairs = pairs}, context, symbols);
 }
 
 int64_t at(const Indices& m, int64_t row, int64_t t) {
@@ -171,7 +172,7 @@ TEST(MqarTask, QueryGapsFollowThePowerLaw) {
 
 void expect_config_error(const TaskConfig& config, const std::vector<std::string>& named) {
   try {
-    MqarTask task(config);
+    make_task(config);
     FAIL() << "no ConfigError";
   } catch (const ConfigError& e) {
     for (const std::string& part : named) EXPECT_TRUE(contains(e.what(), part)) << e.what();
@@ -184,7 +185,7 @@ TEST(MqarTask, ImpossibleSizesAreRefusedNamingTheFlags) {
   expect_config_error(mqar_config(8, 64, 17), {"--symbols 17", "--pairs 8", "2 * pairs + 2 = 18"});
   expect_config_error(mqar_config(2, 0, 64), {"--context 0"});
   expect_config_error(mqar_config(2, 8, 0), {"--symbols 0"});
-  EXPECT_NO_THROW(MqarTask(mqar_config(8, 32, 18)));
+  EXPECT_NO_THROW(make_task(mqar_config(8, 32, 18)));
 
   RunConfig seq2seq;
   seq2seq.model = "seq2seq";
@@ -228,7 +229,7 @@ TEST(MqarCli, TrainsEvaluatesAndRefusesPrompts) {
   const auto r = run_gradlab(mqar_run(out, {"--pairs", "2", "--context", "8"}));
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const std::string checkpoint = out + "/step-000001.h5";
-  EXPECT_EQ(train::load_run(checkpoint).config.task.num_symbols, 256);
+  EXPECT_EQ(train::load_run(checkpoint).config.task.sequence.num_symbols, 256);
 
   const auto eval = run_gradlab({"eval", "--checkpoint", checkpoint});
   ASSERT_EQ(eval.exit_code, 0) << eval.describe();

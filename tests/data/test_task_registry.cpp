@@ -47,9 +47,8 @@ TEST(TaskRegistry, EveryRowBuildsItsTask) {
     TaskConfig config;
     config.name = kind.name;
     config.text.data = "unread.txt";  // the text task reads its file only in prepare()
-    config.vocab_size = 5;            // the sizes a program's own data records
-    config.positions = 7;
-    config.pairs = 2;  // mqar's pairs within the default --symbols 10
+    config.program = {.vocab_size = 5, .positions = 7};  // the sizes a program's own data records
+    config.mqar.pairs = 2;  // mqar's pairs within the default --symbols 10
     const std::unique_ptr<Task> task = kind.make(config);
     EXPECT_EQ(task->name(), kind.name);
     EXPECT_FALSE(kind.fields(config).empty());

@@ -14,7 +14,7 @@ namespace test_ablation {
 train::RunConfig trained_config(const std::string& model, int64_t eval_size = 64) {
   train::RunConfig c;
   c.model = model;
-  c.task.length = 4;
+  c.task.sequence.length = 4;
   c.net.d_model = 24;
   c.net.attention.num_heads = 3;
   c.net.feed_forward.d_ff = 40;

@@ -8,7 +8,7 @@ namespace gradlab::testing {
 
 inline train::RunConfig small_run_config() {
   train::RunConfig c;
-  c.task.length = 4;
+  c.task.sequence.length = 4;
   c.net.d_model = 32;
   c.net.feed_forward.d_ff = 64;
   c.batch_size = 16;

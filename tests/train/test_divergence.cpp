@@ -26,7 +26,7 @@ using testing::TempDir;
 
 RunConfig small_config(double lr) {
   RunConfig c;
-  c.task.length = 4;
+  c.task.sequence.length = 4;
   c.net.d_model = 32;
   c.net.feed_forward.d_ff = 64;
   c.batch_size = 16;

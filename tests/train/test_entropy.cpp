@@ -37,7 +37,8 @@ TEST(Entropy, HeldOutBitsPerCharacterMatchTheSourcesEntropyRate) {
   config.task.text.eval_iters = 500;  // 8000 predictions: the estimate's noise is about 0.01 bits
   const auto corpus = load_text_corpus(config.task.text);
   finalize(config);
-  Trainer trainer(config, std::make_shared<data::TextTask>(config.task, corpus));
+  Trainer trainer(config,
+                  std::make_shared<data::TextTask>(config.task.name, config.task.text, corpus));
   LoopPolicy policy;
   policy.steps = 800;
   policy.eval_every = 800;
@@ -88,7 +89,8 @@ TEST(Entropy, EvaluationReadsTheWindowsItIsConfiguredFor) {
     config.task.text.eval_full = full;
     const auto corpus = load_text_corpus(config.task.text);
     finalize(config);
-    Trainer trainer(config, std::make_shared<data::TextTask>(config.task, corpus));
+    Trainer trainer(config,
+                    std::make_shared<data::TextTask>(config.task.name, config.task.text, corpus));
     const Indices windows =
         full ? corpus->validation_all(config.task.text.context)
              : corpus->validation_windows(config.seed, 30, config.task.text.context);

@@ -23,7 +23,7 @@ using testing::TempDir;
 // are 2^29 elements, above the limit.
 RunConfig long_run(int64_t length, double dropout) {
   RunConfig c;
-  c.task.length = length;
+  c.task.sequence.length = length;
   c.net.d_model = 16;
   c.net.attention.num_heads = 8;
   c.net.num_layers = 1;

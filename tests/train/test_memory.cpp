@@ -41,7 +41,7 @@ TEST(Memory, TheParameterCountIsTheModelsOwn) {
     SCOPED_TRACE(c.name);
     RunConfig config;
     config.model = c.model;
-    config.task.length = 5;  // unequal sizes everywhere: V 12, C 24, H 4, F 40 (or 0), L 3
+    config.task.sequence.length = 5;  // unequal sizes everywhere: V 12, C 24, H 4, F 40 (or 0), L 3
     config.net.d_model = 24;
     config.net.attention.num_kv_heads = c.kv_heads;
     config.net.feed_forward.d_ff = c.d_ff;

@@ -24,8 +24,8 @@ using testing::TempDir;
 RunConfig modular_run(int64_t modulus, double train_fraction) {
   RunConfig c;
   c.task.name = "modular";
-  c.task.modulus = modulus;
-  c.task.train_fraction = train_fraction;
+  c.task.modular.modulus = modulus;
+  c.task.modular.train_fraction = train_fraction;
   c.net.num_layers = 1;
   c.net.d_model = 32;
   c.net.attention.num_heads = 4;
@@ -56,7 +56,7 @@ TEST_F(ModularTraining, EvaluationScoresTheTrainingSetToo) {
   EXPECT_NE(m.train->loss, m.loss);  // a different set of pairs
 
   RunConfig copy;
-  copy.task.length = 3;
+  copy.task.sequence.length = 3;
   copy.net.d_model = 16;
   copy.net.feed_forward.d_ff = 16;
   copy.batch_size = 4;
@@ -67,7 +67,7 @@ TEST_F(ModularTraining, EvaluationScoresTheTrainingSetToo) {
 
 TEST_F(ModularTraining, ResumeIsBitIdentical) {
   RunConfig config = modular_run(7, 0.5);
-  config.task.operation = "sub";
+  config.task.modular.operation = "sub";
   config.batch_size = 8;  // minibatches: the stream of steps must resume where it stopped
   TempDir dir;
   const std::string path = dir.file("step-000020.h5");
@@ -82,9 +82,9 @@ TEST_F(ModularTraining, ResumeIsBitIdentical) {
     save_checkpoint(path, first.checkpoint());
   }
   LoadedRun resumed = load_run(path);
-  EXPECT_EQ(resumed.config.task.operation, "sub");
-  EXPECT_EQ(resumed.config.task.modulus, 7);
-  EXPECT_EQ(resumed.config.task.train_fraction, 0.5);
+  EXPECT_EQ(resumed.config.task.modular.operation, "sub");
+  EXPECT_EQ(resumed.config.task.modular.modulus, 7);
+  EXPECT_EQ(resumed.config.task.modular.train_fraction, 0.5);
   EXPECT_EQ(resumed.config.batch_size, 8);
   for (int i = 21; i <= 40; ++i) split_losses.push_back(resumed.trainer->train_step().loss);
   for (size_t i = 0; i < straight_losses.size(); ++i) {

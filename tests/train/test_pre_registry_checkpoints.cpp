@@ -89,8 +89,8 @@ TEST(PreRegistryCheckpoints, OldConfigFileStillTrains) {
                                   "2", "--eval-every", "1", "--out", out});
   ASSERT_EQ(train.exit_code, 0) << train.describe();
   const LoadedRun run = load_run(out + "/step-000002.h5");
-  EXPECT_EQ(run.config.task.length, 4);
-  EXPECT_EQ(run.config.task.num_symbols, 6);
+  EXPECT_EQ(run.config.task.sequence.length, 4);
+  EXPECT_EQ(run.config.task.sequence.num_symbols, 6);
   EXPECT_EQ(run.config.net.d_model, 16);
   EXPECT_EQ(run.config.target_exact_match, 0.95);
 }

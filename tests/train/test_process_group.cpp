@@ -32,8 +32,8 @@ class PretendGroup : public ProcessGroup {
 
 RunConfig tiny_run(int64_t batch_size) {
   RunConfig config;
-  config.task.length = 3;
-  config.task.num_symbols = 4;
+  config.task.sequence.length = 3;
+  config.task.sequence.num_symbols = 4;
   config.net.d_model = 8;
   config.net.attention.num_heads = 2;
   config.net.num_layers = 1;

@@ -75,8 +75,8 @@ TEST(ProgramCheckpoint, ABuiltInModelRecordsItselfAndLoadsBack) {
 
 TEST(ProgramCheckpoint, ARunsOwnConfigIsKept) {
   RunConfig config;
-  config.task.length = 2;
-  config.task.num_symbols = 3;
+  config.task.sequence.length = 2;
+  config.task.sequence.num_symbols = 3;
   config.net.d_model = 8;
   config.net.attention.num_heads = 2;
   config.net.num_layers = 1;

@@ -30,7 +30,7 @@ using testing::expect_identical;
 RunConfig config_of(const std::string& model, double dropout) {
   RunConfig c;
   c.model = model;
-  c.task.length = 5;
+  c.task.sequence.length = 5;
   c.net.d_model = 24;
   c.net.feed_forward.d_ff = 40;
   c.net.dropout = dropout;
@@ -114,8 +114,8 @@ TEST(ThreadShares, WithHooksRunningTheSharesRunOnTheCallingThreadAlike) {
 TEST(ThreadShares, TheSharesTogetherAreTheWholeBatch) {
   RunConfig config = config_of("decoder", 0.0);
   config.task.name = "induction";  // rows with ignored targets, in unequal numbers
-  config.task.length = 6;
-  config.task.num_symbols = 12;
+  config.task.sequence.length = 6;
+  config.task.sequence.num_symbols = 12;
   finalize(config);
   Trainer trainer(config);
   const std::shared_ptr<data::Task> task = make_task(config);

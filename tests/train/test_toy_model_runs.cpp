@@ -32,7 +32,7 @@ std::string fixture(const std::string& name) {
 // A copy-task run of a 2-layer model with the given options: V 12, C 32, H 4, T 21.
 RunConfig toy_run(int64_t d_ff, const std::string& norm, const std::string& activation) {
   RunConfig c;
-  c.task.length = 4;
+  c.task.sequence.length = 4;
   c.net.d_model = 32;
   c.net.feed_forward.d_ff = d_ff;
   c.net.norm.kind = norm;

@@ -47,7 +47,7 @@ bool same_bits(double a, double b) {
 RunConfig small_config(const std::string& model = "decoder", double dropout = 0.0) {
   RunConfig c;
   c.model = model;
-  c.task.length = 4;
+  c.task.sequence.length = 4;
   c.net.d_model = 32;
   c.net.feed_forward.d_ff = 64;
   c.net.dropout = dropout;
@@ -283,7 +283,7 @@ RunConfig task_config(const std::string& task, const std::string& model) {
   RunConfig c;
   c.model = model;
   c.task.name = task;
-  c.task.length = 5;
+  c.task.sequence.length = 5;
   c.net.d_model = 32;
   c.net.feed_forward.d_ff = 64;
   c.net.num_layers = 2;
@@ -337,7 +337,7 @@ TEST_F(TrainTest, FutureTokensDoNotChangeEarlierLogits) {
     Indices changed = batch.inputs;
     for (int64_t r = 0; r < changed.shape[0]; ++r) {
       int64_t& token = changed.values[r * length + t];
-      token = token % config.task.num_symbols + 1;  // another data symbol
+      token = token % config.task.sequence.num_symbols + 1;  // another data symbol
     }
     const Tensor logits = trainer.model().forward({{}, changed, batch.targets}).to(DType::Float32);
     bool later_changed = false;

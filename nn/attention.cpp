@@ -75,11 +75,12 @@ AttentionOutput MultiHeadAttention::attend_composed(const Tensor& query, const T
   // with D.
   const Tensor scores = per_head_matmul(q_heads, transpose(k_heads, -2, -1));  // [B, H, Tq, Tk]
   const Tensor scaled = scores * (1.0 / std::sqrt(static_cast<double>(D)));
+  const Tensor modified = score_modifier ? score_modifier->forward(scaled, 0) : scaled;
 
   // Softmax along Tk: each query spreads a weight of 1 over the keys it may see.
   const Tensor weights = hook_point(
       *this, "hook_pattern",
-      softmax(hook_point(*this, "hook_scores", masked(scaled, masks)), -1));  // [B, H, Tq, Tk]
+      softmax(hook_point(*this, "hook_scores", masked(modified, masks)), -1));  // [B, H, Tq, Tk]
   const Tensor dropped = drop_->forward(weights);
 
   // The weighted sum of the values, the heads side by side again, and W_O to mix them.
@@ -99,6 +100,7 @@ AttentionOutput MultiHeadAttention::attend_composed(const Tensor& query, const T
               v_heads,
               scores,
               scaled,
+              modified,
               weights,
               heads,
               concat,
@@ -186,9 +188,11 @@ Tensor MultiHeadAttention::forward_incremental(const Tensor& x, KVCache& cache) 
   for (int64_t i = 0; i < Tn; ++i) {
     for (int64_t j = past + i + 1; j < T; ++j) later.values[i * T + j] = 1;
   }
-  const Tensor weights = softmax(masked_fill(scores * (1.0 / std::sqrt(static_cast<double>(D))),
-                                             later, -std::numeric_limits<double>::infinity()),
-                                 -1);                                         // [B, H, Tn, T]
+  const Tensor scaled = scores * (1.0 / std::sqrt(static_cast<double>(D)));
+  const Tensor modified = score_modifier ? score_modifier->forward(scaled, past) : scaled;
+  const Tensor weights =
+      softmax(masked_fill(modified, later, -std::numeric_limits<double>::infinity()),
+              -1);                                                            // [B, H, Tn, T]
   const Tensor heads = per_head_matmul(weights, cache.values);                // [B, H, Tn, D]
   return out_proj->forward(reshape(transpose(heads, 1, 2), {B, Tn, H * D}));  // [B, Tn, C]
 }
@@ -198,9 +202,11 @@ AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
                                            bool need_weights) const {
   check_inputs(query, key_value, d_model_);
   check_masks(masks, {query.size(0), num_heads_, query.size(1), key_value.size(1)});
-  // The fused kernel keeps no intermediates, has no dropout and reads only boolean masks.
+  // The fused kernel keeps no intermediates, has no dropout, reads only boolean masks and
+  // modifies no scores.
   const bool dropout_active = drop_->p > 0 && drop_->is_training();
-  if (trace || dropout_active || masks.additive_mask.defined() || internals_hooked()) {
+  if (trace || dropout_active || masks.additive_mask.defined() || score_modifier ||
+      internals_hooked()) {
     return attend_composed(query, key_value, masks, trace);
   }
   return attend_fused(query, key_value, masks, need_weights);
@@ -248,7 +254,8 @@ bool MultiHeadAttention::internals_hooked() const {
 }
 
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, Generator& gen,
-                                       std::shared_ptr<Generator> dropout_gen)
+                                       std::shared_ptr<Generator> dropout_gen,
+                                       std::shared_ptr<ScoreModifier> modifier)
     : d_model_(config.d_model),
       num_heads_(config.num_heads),
       num_kv_heads_(config.num_kv_heads == 0 ? config.num_heads : config.num_kv_heads) {
@@ -276,6 +283,7 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, Generator&
   out_proj =
       register_module("out_proj", std::make_shared<Linear>(d_model_, d_model_, gen, config.bias));
   drop_ = register_module("attn_drop", std::make_shared<Dropout>(config.dropout, dropout_gen));
+  score_modifier = register_module("score_modifier", std::move(modifier));
   qkv_proj_ = std::make_unique<StackedLinear>(std::vector{q_proj, k_proj, v_proj});
 }
 

@@ -4,6 +4,7 @@
 //   Q = query W_Q^T + b_Q [B, Tq, H*D]   K, V = key_value W_K^T.. [B, Tk, KV*D]
 //   reshape [B, T, H, D], transpose -> [B, H, T, D]       (heads come from projections, not X)
 //   scores = Q K^T / sqrt(D)               [B, H, Tq, Tk]
+//   the score modifier, if any              [B, H, Tq, Tk]   (ALiBi's bias; nn/score_modifier.h)
 //   masks -> -inf, softmax along Tk         [B, H, Tq, Tk]
 //   weights @ V                             [B, H, Tq, D]
 //   transpose, reshape                      [B, Tq, C]   then W_O -> [B, Tq, C]
@@ -12,10 +13,10 @@
 // (KV = H is standard MHA, KV = 1 is MQA). Parameters: 4C^2 (+4C biases) for standard MHA,
 // independent of H; 2C^2 + 2*C*KV*D (+ biases) with grouped K/V heads.
 //
-// Without a trace, dropout or an additive mask, the fused kernel (autograd/attention.h) computes
-// the same thing without the transposed copies; in self-attention (key_value is query itself)
-// X is projected once by the three weights stacked (StackedLinear), still three named
-// parameters.
+// Without a trace, dropout, an additive mask or a score modifier, the fused kernel
+// (autograd/attention.h) computes the same thing without the transposed copies; in self-attention
+// (key_value is query itself) X is projected once by the three weights stacked (StackedLinear),
+// still three named parameters.
 //
 // A query row whose keys are all masked has weights of 0 everywhere, so its attention result
 // (before W_O, which then adds its bias) is 0 and no gradient flows through it: never NaN.
@@ -26,6 +27,7 @@
 
 #include "autograd/indices.h"
 #include "nn/layers.h"
+#include "nn/score_modifier.h"
 #include "nn/stacked_linear.h"
 
 namespace gradlab::nn {
@@ -53,6 +55,7 @@ struct AttentionTrace {
   Tensor q, k, v;                    // [B, Tq, H*D], [B, Tk, KV*D], [B, Tk, KV*D]
   Tensor q_heads, k_heads, v_heads;  // [B, H, Tq, D], [B, KV, Tk, D], [B, KV, Tk, D]
   Tensor scores, scaled_scores;      // [B, H, Tq, Tk]
+  Tensor modified_scores;            // [B, H, Tq, Tk]: scaled_scores after the score modifier
   Tensor weights;                    // [B, H, Tq, Tk]
   Tensor head_outputs;               // [B, H, Tq, D]
   Tensor concat;                     // [B, Tq, C]
@@ -80,9 +83,11 @@ int64_t longest_keys_with_weights(int64_t max_keys, bool causal, double dropout)
 
 class MultiHeadAttention : public Module {
  public:
-  // Throws ConfigError if C is not divisible by H or H by KV.
+  // Throws ConfigError if C is not divisible by H or H by KV. A score modifier (null: none) is
+  // applied to every call's scores and is the submodule "score_modifier".
   MultiHeadAttention(const AttentionConfig& config, Generator& gen,
-                     std::shared_ptr<Generator> dropout_gen = nullptr);
+                     std::shared_ptr<Generator> dropout_gen = nullptr,
+                     std::shared_ptr<ScoreModifier> modifier = nullptr);
 
   // Self-attention: x [B, T, C] -> [B, T, C].
   Tensor forward(const Tensor& x, const AttentionMasks& masks = {}) const;
@@ -90,8 +95,8 @@ class MultiHeadAttention : public Module {
   Tensor forward(const Tensor& query, const Tensor& key_value,
                  const AttentionMasks& masks = {}) const;
   // As above, also returning the weights; fills *trace with every step when given. Without
-  // dropout, trace or additive mask this runs the fused kernel (autograd/attention.h); with
-  // any of them, the composed ops, step by step as in the seeds.
+  // dropout, trace, additive mask or score modifier this runs the fused kernel
+  // (autograd/attention.h); with any of them, the composed ops, step by step as in the seeds.
   // Throws ShapeError if the inputs are not [B, T, C] or a mask does not fit [B, H, Tq, Tk].
   AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key_value,
                                        const AttentionMasks& masks = {},
@@ -108,6 +113,7 @@ class MultiHeadAttention : public Module {
   int64_t head_dim() const { return head_dim_; }
 
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
+  std::shared_ptr<ScoreModifier> score_modifier;  // null: none
 
  private:
   // The seeds' steps, one op each.

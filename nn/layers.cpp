@@ -110,7 +110,7 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t max_len, int6
   }
 }
 
-Tensor SinusoidalPositionalEncoding::forward(int64_t length, DType dtype, int64_t first) const {
+Tensor SinusoidalPositionalEncoding::forward(int64_t length, int64_t first, DType dtype) const {
   check_length("SinusoidalPositionalEncoding", length, first, table_.size(0));
   return narrow(table_, 0, first, length).to(dtype);
 }
@@ -123,7 +123,7 @@ LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t 
       register_parameter("weight", Tensor::randn({max_len, dim}, gen, DType::Float32, 0.0, 0.02));
 }
 
-Tensor LearnedPositionalEmbedding::forward(int64_t length, int64_t first) const {
+Tensor LearnedPositionalEmbedding::forward(int64_t length, int64_t first, DType) const {
   check_length("LearnedPositionalEmbedding", length, first, weight.size(0));
   return narrow(weight, 0, first, length);
 }

@@ -1,7 +1,7 @@
-// The basic layers: Linear, Embedding, the norms (LayerNorm, RMSNorm), Dropout, positional
-// encodings, FeedForward, and the table of the activations a ModelConfig names (the
-// --activation flag). The norms and feed-forwards a model builds by name are in
-// nn/module_registry.h.
+// The basic layers: Linear, Embedding, the norms (LayerNorm, RMSNorm), Dropout, the positional
+// schemes (learned, sinusoidal), FeedForward, and the table of the activations a ModelConfig
+// names (the --activation flag). The norms, positional schemes and feed-forwards a model builds
+// by name are in nn/module_registry.h.
 //
 // Initialisation (deterministic for a given Generator): Linear weights Xavier/Glorot uniform,
 // U(-a, a) with a = sqrt(6 / (in + out)), biases zero; embeddings normal(0, 0.02); norm weights
@@ -99,23 +99,36 @@ class DropoutStream {
   Generator* enclosing_;
 };
 
+// What a model adds to its token embeddings for their positions: a row of the registry's
+// positional schemes (nn/module_registry.h). The model adds the scheme's [T, C] to every
+// sequence's token embeddings [B, T, C]; the sum is what the first block reads, and the scheme's
+// output is the hook point hook_position (hook_source_position for an encoder's source).
+class PositionalScheme : public Module {
+ public:
+  // The vectors of positions [first, first + length): [T, C], in dtype (the token embeddings'),
+  // or in the dtype of the scheme's own parameters, which is the same. Throws ShapeError for
+  // positions past the ones the scheme was built for.
+  virtual Tensor forward(int64_t length, int64_t first, DType dtype) const = 0;
+};
+
 // The fixed encoding of Vaswani et al.: PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(..).
-class SinusoidalPositionalEncoding : public Module {
+// No parameters.
+class SinusoidalPositionalEncoding : public PositionalScheme {
  public:
   SinusoidalPositionalEncoding(int64_t max_len, int64_t dim);
-  // Positions [first, first + length): [T, C], no parameters.
-  Tensor forward(int64_t length, DType dtype, int64_t first = 0) const;
+  Tensor forward(int64_t length, int64_t first, DType dtype) const override;  // [T, C]
 
  private:
   Tensor table_;  // [max_len, C], float64
 };
 
 // A learned position table, one row per position.
-class LearnedPositionalEmbedding : public Module {
+class LearnedPositionalEmbedding : public PositionalScheme {
  public:
   LearnedPositionalEmbedding(int64_t max_len, int64_t dim, Generator& gen);
-  Tensor forward(int64_t length, int64_t first = 0) const;  // positions [first, first + T): [T, C]
-  Tensor weight;                                            // [max_len, C]
+  // Rows [first, first + T) of weight: [T, C] (the table's dtype, which is the model's).
+  Tensor forward(int64_t length, int64_t first, DType dtype) const override;
+  Tensor weight;  // [max_len, C]
 };
 
 // The nonlinearity between the feed-forward sublayer's two Linears.

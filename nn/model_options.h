@@ -16,17 +16,28 @@ inline constexpr const char* kLayerNorm = "layer";
 inline constexpr const char* kRmsNorm = "rmsnorm";
 inline constexpr const char* kNoNorm = "none";
 inline constexpr const char* kMlp = "mlp";
+inline constexpr const char* kLearnedPositions = "learned";
+inline constexpr const char* kSinusoidalPositions = "sinusoidal";
+inline constexpr const char* kNoPositions = "none";
+inline constexpr const char* kNoScoreModifier = "none";
+inline constexpr const char* kAlibi = "alibi";
 inline constexpr const char* kGelu = "gelu";
 inline constexpr const char* kRelu = "relu";
 
 struct EmbeddingOptions {
-  bool learned_positions = true;  // false: sinusoidal encoding
-  bool tie_embeddings = false;    // the output head is the token embedding matrix (no bias)
+  // A registered positional scheme (nn/module_registry.h). The older option learned_positions
+  // turns the default, "learned", into "sinusoidal" when false; position_scheme_name() gives the
+  // scheme a model builds.
+  std::string positions = kLearnedPositions;
+  bool learned_positions = true;
+  bool tie_embeddings = false;  // the output head is the token embedding matrix (no bias)
 };
 
 struct AttentionOptions {
   int64_t num_heads = 4;     // H; C must be divisible by H
   int64_t num_kv_heads = 0;  // KV; 0 means H
+  // A registered score modifier (nn/module_registry.h), one in every self-attention layer.
+  std::string score_modifier = kNoScoreModifier;
 };
 
 struct NormOptions {

@@ -93,13 +93,7 @@ SequenceBatch encoder_decoder_batch(const Indices& samples, int64_t prompt_lengt
 TokenAndPosition::TokenAndPosition(const ModelConfig& config, Generator& gen) {
   token_embedding = register_module(
       "token_embedding", std::make_shared<Embedding>(config.vocab_size, config.d_model, gen));
-  if (config.embedding.learned_positions) {
-    position_embedding = register_module(
-        "position_embedding",
-        std::make_shared<LearnedPositionalEmbedding>(config.max_len, config.d_model, gen));
-  } else {
-    sinusoidal = std::make_shared<SinusoidalPositionalEncoding>(config.max_len, config.d_model);
-  }
+  positions = register_module("position_embedding", make_positions(config, gen));
 }
 
 Tensor TokenAndPosition::forward(const Indices& tokens, DType dtype, int64_t first,
@@ -107,11 +101,10 @@ Tensor TokenAndPosition::forward(const Indices& tokens, DType dtype, int64_t fir
   const int64_t length = tokens.shape.back();
   const Tensor token = hook_point(*this, source ? "hook_source_token" : "hook_token",
                                   token_embedding->forward(tokens));  // [B, T, C]
-  const Tensor positions =
-      hook_point(*this, source ? "hook_source_position" : "hook_position",
-                 position_embedding ? position_embedding->forward(length, first)
-                                    : sinusoidal->forward(length, dtype, first));  // [T, C]
-  return token + positions;
+  if (!positions) return token;
+  const Tensor added = hook_point(*this, source ? "hook_source_position" : "hook_position",
+                                  positions->forward(length, first, dtype));  // [T, C]
+  return token + added;
 }
 
 DecoderLM::DecoderLM(const ModelConfig& config) : SequenceModel(config) {

@@ -10,16 +10,18 @@
 
 namespace gradlab::nn {
 
-// Shared embedding front end: token embedding plus positions, [B, T] -> [B, T, C].
+// Shared embedding front end: token embedding plus the positional scheme the config names
+// (nn/module_registry.h), [B, T] -> [B, T, C].
 class TokenAndPosition : public Module {
  public:
   TokenAndPosition(const ModelConfig& config, Generator& gen);
   // tokens [B, T] at positions [first, first + T) -> [B, T, C]. Hook points hook_token and
-  // hook_position, or for the encoder's source hook_source_token and hook_source_position.
+  // hook_position (none without positions), or for the encoder's source hook_source_token and
+  // hook_source_position.
   Tensor forward(const Indices& tokens, DType dtype, int64_t first = 0, bool source = false) const;
   std::shared_ptr<Embedding> token_embedding;
-  std::shared_ptr<LearnedPositionalEmbedding> position_embedding;  // null when sinusoidal
-  std::shared_ptr<SinusoidalPositionalEncoding> sinusoidal;        // null when learned
+  // The submodule "position_embedding" whatever its kind; null with positions "none".
+  std::shared_ptr<PositionalScheme> positions;
 };
 
 // Token + position embedding, N causal blocks, the final norm (none with norm "none" or without

@@ -218,6 +218,16 @@ std::vector<ModuleCheck> make_checks() {
                       const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
                       return check_parameters(model, seed, [&] { return model.forward(tokens); });
                     }});
+  // ALiBi in every self-attention layer and no position table, as ALiBi models are usually built.
+  ModelConfig alibi = tiny;
+  alibi.embedding.positions = kNoPositions;
+  alibi.attention.score_modifier = kAlibi;
+  checks.push_back(
+      {"DecoderLM (ALiBi, no positions)", "V=7 B=2 T=5 C=12 H=3 L=2 F=20", [alibi](uint64_t seed) {
+         DecoderLM model(alibi);
+         const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
+         return check_parameters(model, seed, [&] { return model.forward(tokens); });
+       }});
   ModelConfig attention_only = tiny;
   attention_only.feed_forward.d_ff = 0;
   attention_only.norm.kind = kNoNorm;
@@ -252,8 +262,10 @@ std::vector<ModuleCheck> make_checks() {
   return checks;
 }
 
-// The check of every registered norm and feed-forward (nn/module_registry.h), built through
-// its factory: C = 5, F = 7, input [B, T, C] = [2, 3, 5].
+// The check of every registered norm, positional scheme, score modifier and feed-forward
+// (nn/module_registry.h), built through its factory: C = 5, F = 7, input [B, T, C] = [2, 3, 5];
+// positions 2 to 4 of 6; a score modifier in a cross-attention of B = 2, H = 3, Tq = 5,
+// Tk = 7, D = 4.
 std::vector<ModuleCheck> registered_module_checks() {
   std::vector<ModuleCheck> checks;
   for (const auto& row : norm_registry().rows()) {
@@ -262,6 +274,36 @@ std::vector<ModuleCheck> registered_module_checks() {
                         const std::shared_ptr<Norm> norm = make(5, ModelConfig{.d_model = 5});
                         return check_with_input(*norm, {2, 3, 5}, seed,
                                                 [&](const Tensor& x) { return norm->forward(x); });
+                      }});
+  }
+  const ModelConfig positions_config{.max_len = 6, .d_model = 5};
+  for (const auto& row : positions_registry().rows()) {
+    Generator probe(0);
+    if (!row.make(positions_config, probe)) continue;  // "none"
+    checks.push_back({"positions " + row.name, "[2,3,5] at 2..4 of 6",
+                      [make = row.make, positions_config](uint64_t seed) {
+                        Generator gen(seed);
+                        const std::shared_ptr<PositionalScheme> positions =
+                            make(positions_config, gen);
+                        return check_with_input(*positions, {2, 3, 5}, seed, [&](const Tensor& x) {
+                          return x + positions->forward(3, 2, x.dtype());
+                        });
+                      }});
+  }
+  const ModelConfig modifier_config{.d_model = 12, .attention = {.num_heads = 3}};
+  for (const auto& row : score_modifier_registry().rows()) {
+    Generator probe(0);
+    if (!row.make(modifier_config, probe)) continue;  // "none"
+    checks.push_back({"score modifier " + row.name, "B=2 Tq=5 Tk=7 C=12 H=3 D=4",
+                      [make = row.make, modifier_config](uint64_t seed) {
+                        Generator gen(seed);
+                        MultiHeadAttention attn(attention_config(modifier_config), gen, nullptr,
+                                                make(modifier_config, gen));
+                        // No mask: every query reads keys on both sides of its own position.
+                        return check_with_inputs(attn, {{2, 5, 12}, {2, 7, 12}}, seed,
+                                                 [&](const std::vector<Tensor>& in) {
+                                                   return attn.forward(in[0], in[1]);
+                                                 });
                       }});
   }
   for (const auto& row : feed_forward_registry().rows()) {

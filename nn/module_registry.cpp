@@ -1,4 +1,5 @@
-// The registries of norms and feed-forwards, and gradlab's own rows in them.
+// The registries of norms, positional schemes, score modifiers and feed-forwards, and gradlab's
+// own rows in them.
 #include "nn/module_registry.h"
 
 #include "autograd/error.h"
@@ -49,6 +50,8 @@ std::string ModuleRegistry<Factory>::names() const {
 }
 
 template class ModuleRegistry<NormFactory>;
+template class ModuleRegistry<PositionsFactory>;
+template class ModuleRegistry<ScoreModifierFactory>;
 template class ModuleRegistry<FeedForwardFactory>;
 
 namespace {
@@ -63,6 +66,31 @@ void add_builtin_norms(ModuleRegistry<NormFactory>& norms) {
              [](int64_t, const ModelConfig&) { return std::shared_ptr<Norm>(); }});
   norms.add({kRmsNorm, "RMSNorm, x / sqrt(mean(x^2) + eps) * weight (no centring, no bias)",
              [](int64_t dim, const ModelConfig&) { return std::make_shared<RMSNorm>(dim); }});
+}
+
+void add_builtin_positions(ModuleRegistry<PositionsFactory>& positions) {
+  positions.add({kLearnedPositions, "a learned table of max-len positions, added to the tokens",
+                 [](const ModelConfig& c, Generator& gen) {
+                   return std::make_shared<LearnedPositionalEmbedding>(c.max_len, c.d_model, gen);
+                 }});
+  positions.add({kSinusoidalPositions,
+                 "the fixed sin/cos encoding of Vaswani et al., added to the tokens",
+                 [](const ModelConfig& c, Generator&) {
+                   return std::make_shared<SinusoidalPositionalEncoding>(c.max_len, c.d_model);
+                 }});
+  positions.add(
+      {kNoPositions,
+       "none: the tokens alone (positions only from causal masking or a score modifier)",
+       [](const ModelConfig&, Generator&) { return std::shared_ptr<PositionalScheme>(); }});
+}
+
+void add_builtin_score_modifiers(ModuleRegistry<ScoreModifierFactory>& modifiers) {
+  modifiers.add({kNoScoreModifier, "none: the scores as they are (the fused attention kernel)",
+                 [](const ModelConfig&, Generator&) { return std::shared_ptr<ScoreModifier>(); }});
+  modifiers.add({kAlibi, "ALiBi: head h adds -2^(-8h/H) |i - j| to query i's score of key j",
+                 [](const ModelConfig& c, Generator&) {
+                   return std::make_shared<AlibiBias>(c.attention.num_heads);
+                 }});
 }
 
 void add_builtin_feed_forwards(ModuleRegistry<FeedForwardFactory>& feed_forwards) {
@@ -83,6 +111,22 @@ ModuleRegistry<NormFactory>& norm_registry() {
   return norms;
 }
 
+ModuleRegistry<PositionsFactory>& positions_registry() {
+  static ModuleRegistry<PositionsFactory> positions("positional scheme",
+                                                    "gradlab::nn::register_positions");
+  static const bool filled = (add_builtin_positions(positions), true);
+  (void)filled;
+  return positions;
+}
+
+ModuleRegistry<ScoreModifierFactory>& score_modifier_registry() {
+  static ModuleRegistry<ScoreModifierFactory> modifiers("score modifier",
+                                                        "gradlab::nn::register_score_modifier");
+  static const bool filled = (add_builtin_score_modifiers(modifiers), true);
+  (void)filled;
+  return modifiers;
+}
+
 ModuleRegistry<FeedForwardFactory>& feed_forward_registry() {
   static ModuleRegistry<FeedForwardFactory> feed_forwards("feed-forward",
                                                           "gradlab::nn::register_feed_forward");
@@ -95,6 +139,15 @@ void register_norm(const std::string& name, const std::string& help, NormFactory
   norm_registry().add({name, help, std::move(make)});
 }
 
+void register_positions(const std::string& name, const std::string& help, PositionsFactory make) {
+  positions_registry().add({name, help, std::move(make)});
+}
+
+void register_score_modifier(const std::string& name, const std::string& help,
+                             ScoreModifierFactory make) {
+  score_modifier_registry().add({name, help, std::move(make)});
+}
+
 void register_feed_forward(const std::string& name, const std::string& help,
                            FeedForwardFactory make) {
   feed_forward_registry().add({name, help, std::move(make)});
@@ -102,6 +155,27 @@ void register_feed_forward(const std::string& name, const std::string& help,
 
 std::shared_ptr<Norm> make_norm(int64_t dim, const ModelConfig& config) {
   return norm_registry().find(config.norm.kind).make(dim, config);
+}
+
+std::string position_scheme_name(const EmbeddingOptions& embedding) {
+  if (!embedding.learned_positions && embedding.positions == kLearnedPositions) {
+    return kSinusoidalPositions;
+  }
+  return embedding.positions;
+}
+
+EmbeddingOptions resolved_positions(EmbeddingOptions embedding) {
+  embedding.positions = position_scheme_name(embedding);
+  embedding.learned_positions = embedding.positions != kSinusoidalPositions;
+  return embedding;
+}
+
+std::shared_ptr<PositionalScheme> make_positions(const ModelConfig& config, Generator& gen) {
+  return positions_registry().find(position_scheme_name(config.embedding)).make(config, gen);
+}
+
+std::shared_ptr<ScoreModifier> make_score_modifier(const ModelConfig& config, Generator& gen) {
+  return score_modifier_registry().find(config.attention.score_modifier).make(config, gen);
 }
 
 std::shared_ptr<Sublayer> make_feed_forward(const ModelConfig& config, Generator& gen) {

@@ -24,6 +24,8 @@ struct Sizes {
   double c, f, kv_width, heads, positions, vocab, layers, bias;
   double norm;        // parameters per channel of one normalisation: 0 with norm "none"
   double final_norm;  // the same for the final norms: 0 without them
+  double positions_per_position, positions_fixed;  // the scheme's: fixed + per * max_len
+  double modifier;                    // parameters of one self-attention layer's score modifier
   int64_t longest_keys_with_weights;  // see ModelFootprint
   Sizes(const ModelConfig& m, bool causal)
       : c(static_cast<double>(m.d_model)),
@@ -38,12 +40,29 @@ struct Sizes {
         bias(m.bias ? 1 : 0),
         norm(norm_parameters_per_channel(m)),
         final_norm(m.norm.final ? norm : 0),
+        positions_per_position(positions_of(m, 2) - positions_of(m, 1)),
+        positions_fixed(positions_of(m, 1) - positions_per_position),
+        modifier(parameters_of(make_score_modifier(m, scratch()))),
         longest_keys_with_weights(nn::longest_keys_with_weights(m.max_len, causal, m.dropout)) {}
   // The norm's parameters over one channel (weight and bias, weight alone, or none), counted on
   // the module the kind makes.
   static double norm_parameters_per_channel(const ModelConfig& m) {
     const std::shared_ptr<Norm> one_channel = make_norm(1, m);
     return one_channel ? static_cast<double>(one_channel->num_parameters()) : 0;
+  }
+  static double parameters_of(const std::shared_ptr<Module>& module) {
+    return module ? static_cast<double>(module->num_parameters()) : 0;
+  }
+  // The parameters of the config's positional scheme over `positions` positions. A scheme's
+  // count is taken as a + b * max_len, from one and two positions: a table of max_len rows is
+  // not built to be counted.
+  static double positions_of(ModelConfig m, int64_t positions) {
+    m.max_len = positions;
+    return parameters_of(make_positions(m, scratch()));
+  }
+  static Generator& scratch() {
+    thread_local Generator gen(0);
+    return gen;
   }
   // One attention sublayer with its LayerNorm: Q and O are C x C, K and V C x KV*D.
   double attention_parameters() const {
@@ -61,7 +80,7 @@ struct Sizes {
   double ffn_activations() const { return f > 0 ? 6 * c + 3 * f : 0; }
   // Embeddings, final LayerNorm and the head (logits, their softmax and gradient).
   double ends_parameters(const ModelConfig& m) const {
-    return vocab * c + (m.embedding.learned_positions ? positions * c : 0) + final_norm * c +
+    return vocab * c + positions_fixed + positions * positions_per_position + final_norm * c +
            (m.embedding.tie_embeddings ? 0 : vocab * c + bias * vocab);
   }
   double ends_activations() const { return 4 * c + 3 * vocab; }
@@ -70,7 +89,8 @@ struct Sizes {
 ModelFootprint decoder_footprint(const ModelConfig& m) {
   const Sizes s(m, /*causal=*/true);
   const double block = s.attention_activations() + s.ffn_activations();
-  return {s.ends_parameters(m) + s.layers * (s.attention_parameters() + s.ffn_parameters()),
+  return {s.ends_parameters(m) +
+              s.layers * (s.attention_parameters() + s.modifier + s.ffn_parameters()),
           s.positions * (s.ends_activations() + s.layers * block),
           s.positions * (s.ends_activations() + block), s.longest_keys_with_weights};
 }
@@ -80,12 +100,12 @@ ModelFootprint encoder_decoder_footprint(const ModelConfig& m) {
   const Sizes s(m, /*causal=*/false);  // the encoder's and the cross-attention are not
   const double block = s.attention_parameters() + s.ffn_parameters();
   const double block_activations = s.attention_activations() + s.ffn_activations();
-  return {
-      s.ends_parameters(m) + s.final_norm * s.c + s.layers * (2 * block + s.attention_parameters()),
-      s.positions * (s.ends_activations() + 4 * s.c +
-                     s.layers * (2 * block_activations + s.attention_activations())),
-      s.positions * (s.ends_activations() + 4 * s.c + 2 * block_activations),
-      s.longest_keys_with_weights};
+  return {s.ends_parameters(m) + s.final_norm * s.c +
+              s.layers * (2 * block + 2 * s.modifier + s.attention_parameters()),
+          s.positions * (s.ends_activations() + 4 * s.c +
+                         s.layers * (2 * block_activations + s.attention_activations())),
+          s.positions * (s.ends_activations() + 4 * s.c + 2 * block_activations),
+          s.longest_keys_with_weights};
 }
 
 struct ModelKind {

@@ -38,8 +38,10 @@ TransformerBlock::TransformerBlock(const ModelConfig& config, Generator& gen,
     return register_module(name, make_norm(config.d_model, config));
   };
   ln1 = add_norm("ln1");
-  attn = register_module(
-      "attn", std::make_shared<MultiHeadAttention>(attention_config(config), gen, dropout_gen));
+  // The score modifier first: a modifier with parameters draws them before the projections.
+  std::shared_ptr<ScoreModifier> modifier = make_score_modifier(config, gen);
+  attn = register_module("attn", std::make_shared<MultiHeadAttention>(attention_config(config), gen,
+                                                                      dropout_gen, modifier));
   if (attention == BlockAttention::SelfAndCross) {
     ln_cross = add_norm("ln_cross");
     cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(

@@ -3,8 +3,9 @@
 // Pre-norm (default):  x = x + attn(ln1(x));  x = x + ffn(ln2(x))
 // Post-norm (Vaswani et al.): x = ln1(x + attn(x));  x = ln2(x + ffn(x))
 // A decoder block of an encoder-decoder model adds cross-attention over the encoder output
-// (`memory`) between the two, with its own norm (ln_cross). The norms and the feed-forward are
-// the registered modules the config names (nn/module_registry.h). With norm "none" both
+// (`memory`) between the two, with its own norm (ln_cross). The norms, the self-attention's
+// score modifier and the feed-forward are the registered modules the config names
+// (nn/module_registry.h); cross-attention has no score modifier. With norm "none" both
 // wirings are plain residual sums, x = x + attn(x); x = x + ffn(x); with d_ff = 0 the block is
 // attention-only (no ffn, no ln2).
 #pragma once
@@ -28,8 +29,8 @@ AttentionConfig attention_config(const ModelConfig& config);
 class TransformerBlock : public Module {
  public:
   // The block of a model built from config; dropout after each sublayer, before the residual
-  // addition, draws from dropout_gen. Throws ConfigError for a negative d_ff or a norm,
-  // feed-forward or activation that is not registered.
+  // addition, draws from dropout_gen. Throws ConfigError for a negative d_ff or a norm, score
+  // modifier, feed-forward or activation that is not registered.
   TransformerBlock(const ModelConfig& config, Generator& gen,
                    std::shared_ptr<Generator> dropout_gen = nullptr,
                    BlockAttention attention = BlockAttention::Self);

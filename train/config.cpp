@@ -87,6 +87,13 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
   static const std::string norm_help = rows_help(nn::norm_registry().rows());
   static const std::string feed_forward_help =
       "the blocks' feed-forward sublayer; " + rows_help(nn::feed_forward_registry().rows());
+  static const std::string positions_help =
+      "what the tokens get for their positions (with --learned-positions 0, learned means "
+      "sinusoidal); " +
+      rows_help(nn::positions_registry().rows());
+  static const std::string score_modifier_help =
+      "what every self-attention layer does to its scores before the softmax; " +
+      rows_help(nn::score_modifier_registry().rows());
   static const std::string activation_help =
       "the feed-forward's nonlinearity; " + rows_help(nn::activation_kinds());
   std::vector<ConfigField> fields{{"task", &c.task.name, task_help.c_str()}};
@@ -101,7 +108,7 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"dropout", &c.net.dropout, "dropout probability"},
       {"pre-norm", &c.net.block.pre_norm, "pre-LayerNorm blocks (false: post-LayerNorm)"},
       {"learned-positions", &c.net.embedding.learned_positions,
-       "learned position embedding (false: sinusoidal)"},
+       "learned position embedding (false: sinusoidal; the older spelling of --positions)"},
   };
   const std::vector<ConfigField> loop_fields{
       {"optimizer", &c.optimizer.name, optimizer_help.c_str()},
@@ -157,6 +164,8 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
        "stream)",
        true, true},
       {"feed-forward", &c.net.feed_forward.kind, feed_forward_help.c_str(), true, true},
+      {"positions", &c.net.embedding.positions, positions_help.c_str(), true, true},
+      {"score-modifier", &c.net.attention.score_modifier, score_modifier_help.c_str(), true, true},
   };
   fields.insert(fields.end(), model_fields.begin(), model_fields.end());
   if (loop) fields.insert(fields.end(), loop_fields.begin(), loop_fields.end());
@@ -247,6 +256,12 @@ void check_fields(const RunConfig& c) {
   check_kind(
       "--feed-forward", [](const std::string& n) { nn::feed_forward_registry().find(n); },
       c.net.feed_forward.kind);
+  check_kind(
+      "--positions", [](const std::string& n) { nn::positions_registry().find(n); },
+      c.net.embedding.positions);
+  check_kind(
+      "--score-modifier", [](const std::string& n) { nn::score_modifier_registry().find(n); },
+      c.net.attention.score_modifier);
   check_kind("--activation", nn::activation_kind, c.net.feed_forward.activation);
   check(c.net.d_model > 0, "--d-model must be positive, got " + format_number(c.net.d_model));
   check(c.net.attention.num_heads > 0,
@@ -296,6 +311,7 @@ void check_fields(const RunConfig& c) {
 
 void finalize(RunConfig& c) {
   check_fields(c);
+  c.net.embedding = nn::resolved_positions(c.net.embedding);  // /config records the scheme
   const std::unique_ptr<data::Task> task = make_task(c);
   const int64_t vocab_size = task->vocab_size();
   const int64_t positions = [&] {

@@ -4,7 +4,9 @@
 // decoder then builds it wherever it puts a norm (norm = dyt, as --norm dyt would), trains a
 // few steps through the library (the loss must fall), saves a checkpoint that records the name,
 // loads it back (the norm registered here is what lets it load), and runs the module gradient
-// check the registration added. Exits 0 when all of that holds, 1 otherwise.
+// check the registration added. Exits 0 when all of that holds, 1 otherwise. Positional schemes,
+// attention score modifiers and feed-forwards are registered the same way (register_positions,
+// register_score_modifier, register_feed_forward; docs/model.md, section 10).
 #include <gradlab/gradlab.h>
 
 #include <unistd.h>

@@ -147,6 +147,20 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
     return;
   }
   const std::vector<NodePtr> order = topological_order(node_);
+  // A backward closure that throws (a backward hook's) must leave no gradient pending on a node,
+  // a parameter's above all, for the next pass to add.
+  // (A collector's pass leaves the leaves be, as below.)
+  struct ClearPendingUnlessDone {
+    const std::vector<NodePtr>& order;
+    bool leaves;
+    bool done = false;
+    ~ClearPendingUnlessDone() {
+      if (done) return;
+      for (const NodePtr& node : order) {
+        if (leaves || node->op != nullptr) node->pending_grad = Tensor();
+      }
+    }
+  } clear_pending{order, collector == nullptr};
   node_->pending_grad = grad_output;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     detail::Node& node = **it;
@@ -175,6 +189,7 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
       node.graph_freed = true;
     }
   }
+  clear_pending.done = true;
   if (collector) collect();
 }
 

@@ -23,13 +23,13 @@
 #include "cli/run_options.h"
 #include "cli/same_start.h"
 #include "data/tasks.h"
-#include "io/atomic_file.h"
 #include "train/fit.h"
 #include "train/io/run_directory.h"
 #include "train/io/run_directory_claim.h"
 #include "train/metrics_log.h"
 #include "train/process_group.h"
 #include "train/stop_signals.h"
+#include "train/training_run.h"
 
 namespace gradlab::cli {
 namespace {
@@ -207,9 +207,7 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
     }
   }
   try {
-    check_fields(opts.config);  // a usage error costs no time reading the text
-    opts.task = prepare_task(opts.config);
-    finalize(opts.config);
+    opts.task = prepare_run(opts.config);
   } catch (const ConfigError& e) {
     return refuse(e.what());
   }
@@ -273,11 +271,9 @@ int run_train(Options& opts) {
     }
   }
   if (writer) {
-    for (const std::string& f : prepare_run_directory(config.out_dir, opts.claim)) {
+    for (const std::string& f : start_run_directory(config, opts.claim)) {
       std::cerr << "gradlab train: removed " << f << ", left by a save that did not finish\n";
     }
-    io::replace_file_text((fs::path(config.out_dir) / "config.ini").string(),
-                          to_config_file(config));
   }
 
   // fit stops cleanly on SIGINT, SIGTERM and SIGUSR1 (LoopPolicy::stop_on_signal).
@@ -294,17 +290,9 @@ int run_train(Options& opts) {
   Observer quiet;
   std::optional<CliObserver> cli;
   if (writer) cli.emplace(config, *opts.task, trainer.step());
-  const LoopPolicy policy{.steps = config.steps,
-                          .eval_every = config.eval_every,
-                          .target_exact_match = config.target_exact_match,
-                          .best_by_loss = opts.task->judged_by_loss(),
-                          .out_dir = config.out_dir,
-                          .save_every = config.save_every,
-                          .keep = config.keep,
-                          .earlier_checkpoints = opts.claim.earlier_checkpoints,
-                          .check_replicas_every = config.check_replicas,
-                          .stop_on_signal = true,
-                          .stop_on_loss_spike = config.stop_on_loss_spike};
+  LoopPolicy policy = loop_policy(config, *opts.task, opts.claim);
+  policy.check_replicas_every = config.check_replicas;
+  policy.stop_on_signal = true;
   const FitResult result = fit(trainer, policy, cli ? *cli : quiet);
   if (!writer) return result.reason == StopReason::Diverged ? kExitFailure : kExitOk;
   if (result.reason == StopReason::Diverged) {

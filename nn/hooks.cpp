@@ -75,6 +75,12 @@ Indices first_row(const Indices& ids) {
   return Indices(shape, std::vector<int64_t>(ids.values.begin(), ids.values.begin() + width));
 }
 
+// The first position of the first row of a [B, ...] index batch, as [1, 1].
+Indices first_position(const Indices& ids) {
+  if (ids.shape.size() != 2 || ids.numel() == 0) return ids;
+  return Indices({1, 1}, {ids.values.front()});
+}
+
 }  // namespace
 
 HookFilter::HookFilter(std::string pattern) : description_(std::move(pattern)) {}
@@ -109,12 +115,56 @@ void ActivationCache::insert(const std::string& name, const Tensor& value) {
   if (values_.emplace(name, value).second) names_.push_back(name);
 }
 
-// What one call of run_with_hooks, run_with_cache or hook_points asks of the points.
+namespace {
+
+// The error for a filter that matched none of names (the model's points, in forward order).
+ConfigError no_point_error(const std::string& caller, const HookFilter& filter,
+                           const std::vector<std::string>& names) {
+  return ConfigError(
+      caller + ": '" + filter.description() +
+      "' matches no hook point of this model; closest: " + closest(filter.description(), names));
+}
+
+// activation through an identity node whose backward hands function (a backward hook of the
+// point `name`) a copy of the incoming gradient, and passes on its replacement or the copy. An
+// activation no parameter produced (sinusoidal positions) is made a leaf first, so that its
+// gradient is still computed (the leaf's own grad() is never read).
+Tensor with_backward_hook(const Tensor& activation, const std::string& name,
+                          HookFunction function) {
+  Tensor input = activation;
+  if (!input.requires_grad()) input = activation.detach().set_requires_grad();
+  auto node = std::make_shared<detail::Node>();
+  node->shape = activation.shape();
+  node->dtype = activation.dtype();
+  node->storage = activation.node()->storage;
+  return record<"backward_hook">(
+      Tensor(std::move(node)), {input}, [name, function = std::move(function)](const Tensor& grad) {
+        // The engine's gradients may share storage with other gradients: the hook gets its own.
+        const Tensor own = grad.clone();
+        const Tensor replacement = function(own, name);
+        if (!replacement.defined()) return std::vector<Tensor>{own};
+        if (replacement.shape() != own.shape() || replacement.dtype() != own.dtype()) {
+          throw ShapeError("backward hook on " + name + ": replacement " +
+                           to_string(replacement.shape()) + " " + dtype_name(replacement.dtype()) +
+                           " is not the gradient's " + to_string(own.shape()) + " " +
+                           dtype_name(own.dtype()));
+        }
+        return std::vector<Tensor>{replacement};
+      });
+}
+
+}  // namespace
+
+// What one call of run_with_hooks, run_with_cache or hook_points asks of the points, and which
+// points the pass met (for checking the filters after it).
 class HookSession {
  public:
   HookSession(const Module& model, const std::vector<Hook>& hooks)
-      : hooks_(hooks), previous_(active) {
+      : hooks_(hooks), hook_matched_(hooks.size(), false), previous_(active) {
     for (const auto& [path, module] : model.named_modules()) paths_.emplace(module, path);
+    for (size_t i = hooks_.size(); i-- > 0;) {
+      if (hooks_[i].direction == HookDirection::Backward) backward_.push_back(i);
+    }
     active = this;
   }
   ~HookSession() { active = previous_; }
@@ -131,16 +181,24 @@ class HookSession {
     gradients_ = gradients;
     stop_after_ = stop_after;
   }
-  const std::vector<std::pair<std::string, Tensor>>& probes() const { return probes_; }
+  // The gradient each cached point's backward hook received, by name in forward order (left
+  // undefined where no gradient reached the point).
+  const std::vector<std::pair<std::string, std::shared_ptr<Tensor>>>& gradients() const {
+    return gradients_read_;
+  }
+
+  // After a whole pass: throws ConfigError, as matching_points, for the first hook filter (then
+  // the cache's) that matched none of the points the pass met.
+  void check_filters_matched(const std::string& caller) const {
+    for (size_t i = 0; i < hooks_.size(); ++i) {
+      if (!hook_matched_[i]) throw no_point_error(caller, hooks_[i].filter, met_);
+    }
+    if (cache_filter_ && cache_->names().empty())
+      throw no_point_error(caller, *cache_filter_, met_);
+  }
 
   bool wanted(const Module& owner, const char* point) {
-    if (listed_) return true;
-    const std::string name = point_name(owner, point);
-    const auto it = wanted_.find(name);
-    if (it != wanted_.end()) return it->second;
-    bool wanted = cache_filter_ && cache_filter_->matches(name);
-    for (const Hook& hook : hooks_) wanted = wanted || hook.filter.matches(name);
-    return wanted_.emplace(name, wanted).first->second;
+    return listed_ || wanted(point_name(owner, point));
   }
 
   Tensor apply(const Module& owner, const char* point, const Tensor& activation) {
@@ -149,9 +207,13 @@ class HookSession {
       listed_->push_back({name, hook_point_row(point).letters, activation.shape()});
       return activation;
     }
+    if (!wanted(name)) return activation;
     Tensor value = activation;
-    for (const Hook& hook : hooks_) {
+    for (size_t i = 0; i < hooks_.size(); ++i) {
+      const Hook& hook = hooks_[i];
       if (!hook.filter.matches(name)) continue;
+      hook_matched_[i] = true;
+      if (hook.direction == HookDirection::Backward) continue;
       const Tensor replacement = hook.function(value, name);
       if (!replacement.defined()) continue;
       if (replacement.shape() != value.shape() || replacement.dtype() != value.dtype()) {
@@ -161,18 +223,25 @@ class HookSession {
       }
       value = replacement;
     }
-    if (cache_ && cache_filter_->matches(name)) {
+    const bool cached = cache_ && cache_filter_->matches(name);
+    if (cached) {
       cache_->insert(name, value.detach());
       if (gradients_) {
-        // The gradient of the loss with respect to the activation arrives in this zero leaf,
-        // which changes no value (x + 0 is x).
-        Tensor probe = Tensor::zeros(value.shape(), value.dtype());
-        probe.set_requires_grad(true);
-        probes_.emplace_back(name, probe);
-        value = value + probe;
+        // Nearest the activation, so that it reads the gradient the backward hooks pass on.
+        auto slot = std::make_shared<Tensor>();
+        gradients_read_.emplace_back(name, slot);
+        value = with_backward_hook(value, name, [slot](const Tensor& grad, const std::string&) {
+          *slot = grad;
+          return Tensor();
+        });
       }
-      if (stop_after_ > 0 && cache_->names().size() == stop_after_) throw StopForward{};
     }
+    // Wrapped last listed first: the first listed meets the gradient first on the way back.
+    for (const size_t i : backward_) {
+      if (hooks_[i].filter.matches(name))
+        value = with_backward_hook(value, name, hooks_[i].function);
+    }
+    if (cached && stop_after_ > 0 && cache_->names().size() == stop_after_) throw StopForward{};
     return value;
   }
 
@@ -183,18 +252,32 @@ class HookSession {
     return it->second + "." + point;
   }
 
+  // Whether a hook or the cache reads the point, decided once per name; the first time a name
+  // is asked about, the pass has met the point.
+  bool wanted(const std::string& name) {
+    const auto it = wanted_.find(name);
+    if (it != wanted_.end()) return it->second;
+    met_.push_back(name);
+    bool wanted = cache_filter_ && cache_filter_->matches(name);
+    for (const Hook& hook : hooks_) wanted = wanted || hook.filter.matches(name);
+    return wanted_.emplace(name, wanted).first->second;
+  }
+
   static thread_local HookSession* active;
 
   const std::vector<Hook>& hooks_;
+  std::vector<bool> hook_matched_;
+  std::vector<size_t> backward_;  // the backward hooks' indices, last first
   HookSession* previous_;
   std::unordered_map<const Module*, std::string> paths_;
   std::unordered_map<std::string, bool> wanted_;
+  std::vector<std::string> met_;  // the points met, in forward order
   std::vector<HookPointInfo>* listed_ = nullptr;
   ActivationCache* cache_ = nullptr;
   const HookFilter* cache_filter_ = nullptr;
   bool gradients_ = false;
   size_t stop_after_ = 0;
-  std::vector<std::pair<std::string, Tensor>> probes_;
+  std::vector<std::pair<std::string, std::shared_ptr<Tensor>>> gradients_read_;
 };
 
 thread_local HookSession* HookSession::active = nullptr;
@@ -220,31 +303,46 @@ std::vector<std::string> matching_points(const std::vector<HookPointInfo>& point
     names.push_back(point.name);
     if (filter.matches(point.name)) matched.push_back(point.name);
   }
-  if (matched.empty()) {
-    throw ConfigError(
-        caller + ": '" + filter.description() +
-        "' matches no hook point of this model; closest: " + closest(filter.description(), names));
-  }
+  if (matched.empty()) throw no_point_error(caller, filter, names);
   return matched;
 }
 
 HookFilter any_of_points(const std::vector<HookPointInfo>& points,
                          const std::vector<std::string>& patterns, const std::string& caller) {
-  for (const std::string& pattern : patterns) matching_points(points, pattern, caller);
+  std::vector<HookFilter> filters;
+  for (const std::string& pattern : patterns) {
+    matching_points(points, pattern, caller);
+    filters.emplace_back(pattern);
+  }
   return HookFilter(
-      [patterns](const std::string& name) {
-        return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
-          return HookFilter(pattern).matches(name);
-        });
+      [filters = std::move(filters)](const std::string& name) {
+        return std::any_of(filters.begin(), filters.end(),
+                           [&](const HookFilter& filter) { return filter.matches(name); });
       },
       caller);
 }
 
 namespace {
 
+// The points' names of model, listed by a pass without a graph over the first position of
+// batch's first row: the names do not depend on the lengths, and one position costs little.
+std::vector<HookPointInfo> points_of_one_position(const SequenceModel& model,
+                                                  const SequenceBatch& batch) {
+  return hook_points(model, {first_position(batch.source), first_position(batch.inputs),
+                             first_position(batch.targets)});
+}
+
 void check_hooks(const std::vector<HookPointInfo>& points, const std::vector<Hook>& hooks,
                  const char* caller) {
   for (const Hook& hook : hooks) matching_points(points, hook.filter, caller);
+}
+
+void check_backward_hooks_can_fire(const std::vector<Hook>& hooks, bool backward_pass,
+                                   const char* caller, const char* reason) {
+  const bool any = std::any_of(hooks.begin(), hooks.end(), [](const Hook& hook) {
+    return hook.direction == HookDirection::Backward;
+  });
+  if (any && !backward_pass) throw ConfigError(std::string(caller) + ": " + reason);
 }
 
 }  // namespace
@@ -269,7 +367,7 @@ std::vector<HookPointInfo> hook_points(const SequenceModel& model, const Sequenc
 HookScope::HookScope(const SequenceModel& model, const SequenceBatch& batch,
                      std::vector<Hook> hooks)
     : hooks_(std::move(hooks)) {
-  check_hooks(hook_points(model, batch), hooks_, "HookScope");
+  check_hooks(points_of_one_position(model, batch), hooks_, "HookScope");
   session_ = std::make_unique<HookSession>(model, hooks_);
 }
 
@@ -277,33 +375,42 @@ HookScope::~HookScope() = default;
 
 Tensor run_with_hooks(const SequenceModel& model, const SequenceBatch& batch,
                       const std::vector<Hook>& hooks) {
-  check_hooks(hook_points(model, batch), hooks, "run_with_hooks");
+  check_backward_hooks_can_fire(hooks, grad_enabled(), "run_with_hooks",
+                                "backward hooks need grad mode, and a NoGradGuard is alive");
   HookSession session(model, hooks);
-  return model.forward(batch);
+  Tensor logits = model.forward(batch);
+  session.check_filters_matched("run_with_hooks");
+  return logits;
 }
 
 ActivationCache run_with_cache(const SequenceModel& model, const SequenceBatch& batch,
                                const HookFilter& filter, const CacheOptions& options) {
-  const std::vector<HookPointInfo> points = hook_points(model, batch);
-  check_hooks(points, options.hooks, "run_with_cache");
-  const size_t matched = matching_points(points, filter, "run_with_cache").size();
+  check_backward_hooks_can_fire(options.hooks, options.gradients, "run_with_cache",
+                                "backward hooks fire only with gradients (no backward pass runs)");
   const bool stop_early = !options.gradients && !options.logits;
+  size_t stop_after = 0;
+  if (stop_early) {
+    const std::vector<HookPointInfo> points = points_of_one_position(model, batch);
+    check_hooks(points, options.hooks, "run_with_cache");
+    stop_after = matching_points(points, filter, "run_with_cache").size();
+  }
   ActivationCache cache;
   HookSession session(model, options.hooks);
-  session.cache_into(&cache, &filter, options.gradients, stop_early ? matched : 0);
+  session.cache_into(&cache, &filter, options.gradients, stop_after);
   try {
     cache.logits = model.forward(batch);
   } catch (const StopForward&) {
     return cache;
   }
+  session.check_filters_matched("run_with_cache");
   if (options.gradients) {
     cache.loss = sequence_loss(cache.logits, batch);
     cache.loss.backward();
-    for (const auto& [name, probe] : session.probes()) {
+    for (const auto& [name, grad] : session.gradients()) {
       // A point the loss does not depend on (a position past every target) gets no gradient.
-      const Tensor grad = probe.grad();
+      const Tensor& activation = cache.at(name);
       cache.insert(name + "_grad",
-                   grad.defined() ? grad : Tensor::zeros(probe.shape(), probe.dtype()));
+                   grad->defined() ? *grad : Tensor::zeros(activation.shape(), activation.dtype()));
     }
     cache.loss = cache.loss.detach();
   }

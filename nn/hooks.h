@@ -53,14 +53,24 @@ class HookFilter {
   std::function<bool(const std::string&)> predicate_;  // empty for a pattern
 };
 
-// Receives a point's activation and name; returns its replacement (same shape and dtype), or an
-// undefined Tensor to leave it. A replacement computed from the activation by ops stays in the
-// autograd graph, so that a patched run can be backpropagated.
-using HookFunction = std::function<Tensor(const Tensor& activation, const std::string& name)>;
+// Forward: receives a point's activation and name; returns its replacement (same shape and
+// dtype), or an undefined Tensor to leave it. A replacement computed from the activation by ops
+// stays in the autograd graph, so that a patched run can be backpropagated.
+// Backward: receives the gradient of the loss with respect to the point's activation, a tensor of
+// its own (editing it changes no other gradient), when backward() reaches the point; returns its
+// replacement (same shape and dtype), which flows on to what produced the activation, or an
+// undefined Tensor to pass the gradient on as it now is (edited in place or not).
+using HookFunction = std::function<Tensor(const Tensor& value, const std::string& name)>;
 
+enum class HookDirection { Forward, Backward };
+
+// A backward hook is attached by the forward pass as an identity node after its point, so it
+// needs grad mode, fires whenever a backward pass reaches the point (after run_with_hooks has
+// returned: the caller's backward of its loss), and stays in that pass's graph alone.
 struct Hook {
   HookFilter filter;
   HookFunction function;
+  HookDirection direction = HookDirection::Forward;
 };
 
 // One point of a model: its name, its shape in the seeds' letters (in the encoder T is S; in
@@ -85,16 +95,20 @@ std::vector<std::string> matching_points(const std::vector<HookPointInfo>& point
 HookFilter any_of_points(const std::vector<HookPointInfo>& points,
                          const std::vector<std::string>& patterns, const std::string& caller);
 
-// Logits [B, T, V] of model on batch with the hooks applied, in their order, at every point
-// their filters match. Throws ConfigError for a filter that matches no point of the model
-// (naming the closest points), ShapeError for a replacement of another shape or dtype.
+// Logits [B, T, V] of model on batch with the forward hooks applied, in their order, at every
+// point their filters match, and the backward hooks attached (at one point, the first listed
+// fires first). The filters are checked after the pass, against the points it met (no pass to
+// list them): ConfigError for a filter that matches no point of the model (naming the closest
+// points), and for backward hooks without grad mode; ShapeError for a replacement of another
+// shape or dtype.
 Tensor run_with_hooks(const SequenceModel& model, const SequenceBatch& batch,
                       const std::vector<Hook>& hooks);
 
 // The hooks applied to every forward pass of model on the calling thread while the scope lives:
 // for code that runs the model itself, such as an evaluation over a held-out set
 // (train::Trainer::evaluate) with a head knocked out. Throws as run_with_hooks for a filter that
-// matches none of the points the model lists for batch. Scopes nest: the innermost applies.
+// matches none of the model's points (listed by a pass over one position of batch: the names
+// do not depend on the lengths). Scopes nest: the innermost applies.
 class HookScope {
  public:
   HookScope(const SequenceModel& model, const SequenceBatch& batch, std::vector<Hook> hooks);
@@ -108,12 +122,15 @@ class HookScope {
 };
 
 struct CacheOptions {
-  // Also cache "<name>_grad": the gradient of model.loss(batch) with respect to each cached
-  // activation (parameter gradients accumulate as in any backward pass).
+  // Also cache "<name>_grad": the gradient of sequence_loss(logits, batch) with respect to each
+  // cached activation, as it flows on after the backward hooks (parameter gradients accumulate
+  // as in any backward pass). The cache reads it by a backward hook of its own.
   bool gradients = false;
-  // Without gradients and logits, the forward pass stops after the last cached point.
+  // Without gradients and logits, the forward pass stops after the last cached point (the points
+  // are then listed by a pass over one position, to know the last).
   bool logits = true;
-  // Applied before the cache reads a point, so that the cache holds what the model then used.
+  // Forward hooks apply before the cache reads a point, so that the cache holds what the model
+  // then used; backward hooks (with gradients only) before it reads the gradient.
   std::vector<Hook> hooks = {};
 };
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include "autograd/ops.h"
 
+#include "nn/hooks.h"
 #include "nn/models.h"
 #include "nn/module_registry.h"
 
@@ -191,6 +192,19 @@ std::vector<ModuleCheck> make_checks() {
                       const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
                       return check_parameters(model, seed, [&] { return model.forward(tokens); });
                     }});
+  // A backward hook that passes the gradient on (nn/hooks.h's identity node) changes none.
+  checks.push_back(
+      {"DecoderLM with backward hooks", "V=7 B=2 T=5 C=12 H=3 L=2 F=20", [tiny](uint64_t seed) {
+         DecoderLM model(tiny);
+         const SequenceBatch batch =
+             model.make_batch(Indices({2, 6}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0, 2, 6}), 2);
+         const HookFunction pass_on = [](const Tensor&, const std::string&) { return Tensor(); };
+         return check_parameters(model, seed, [&] {
+           const HookScope hooks(model, batch,
+                                 {{"blocks.*.hook_resid_mid", pass_on, HookDirection::Backward}});
+           return model.forward(batch);
+         });
+       }});
   // The GPT-style options: no biases anywhere, the head tied to the token embedding (its
   // gradient sums the embedding's and the head's), gpt2 initialisation, grouped K/V heads.
   ModelConfig gpt = tiny;

@@ -5,13 +5,14 @@ import fnmatch
 
 
 def patterns(names_filter, point_names):
-    """The names or globs names_filter stands for, given the model's point names."""
+    """The names or globs names_filter stands for; point_names() gives the model's point names,
+    asked for a predicate only."""
     if names_filter is None:
         return ["*"]
     if isinstance(names_filter, str):
         return [names_filter]
     if callable(names_filter):
-        chosen = [name for name in point_names if names_filter(name)]
+        chosen = [name for name in point_names() if names_filter(name)]
         if not chosen:
             raise KeyError(f"the names filter {names_filter!r} matches no hook point of this model")
         return chosen

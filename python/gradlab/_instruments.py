@@ -1,6 +1,7 @@
 """The instruments of gradlab's interp/ as functions: head scores, the logit lens, ablation,
 activation patching; and reading the datasets of the files gradlab's commands write."""
 
+import functools
 import os
 
 from gradlab import _filters, _native
@@ -29,7 +30,7 @@ def patch(model, clean, corrupt, names_filter, metric, per_position=False, sourc
           source_corrupt=None):
     """metric(logits) of the corrupted run with each site of the points names_filter names (one
     per head, and per position with per_position) patched from the clean run."""
-    names = _native.hook_point_names(model._native)
+    names = functools.partial(_native.hook_point_names, model._native)
     return _native.patch(model._native, clean, corrupt, source_clean, source_corrupt,
                          _filters.patterns(names_filter, names), per_position, metric)
 

@@ -82,7 +82,8 @@ class HookedModel:
     def __init__(self, native, path):
         self._native = native
         self._path = path
-        self._scoped_hooks = []
+        self._scoped_hooks = {"fwd": [], "bwd": []}
+        self._hook_points = {}  # name -> HookPoint, made once per point
 
     # --- what the model is ------------------------------------------------------------------
     @property
@@ -98,6 +99,11 @@ class HookedModel:
     def named_parameters(self):
         """Parameter name -> writable numpy view: editing it changes the model."""
         return self._native.named_parameters()
+
+    def named_gradients(self):
+        """Parameter name -> the gradient of the loss the last run with backward hooks
+        backpropagated (zeros before any); each call gives that run's arrays."""
+        return self._native.named_gradients()
 
     def hook_points(self, tokens=None, source=None):
         """Point name -> (shape, letters), for tokens when given, else for the longest
@@ -127,53 +133,68 @@ class HookedModel:
 
     forward = __call__
 
-    def _hooks(self, fwd_hooks):
-        names = _native.hook_point_names(self._native)
-        resolved = []
-        for name_filter, function in list(self._scoped_hooks) + list(fwd_hooks):
-            resolved.append((_filters.patterns(name_filter, names),
-                             lambda activation, name, f=function: f(activation, HookPoint(name))))
-        return resolved
+    def _point_names(self):
+        return _native.hook_point_names(self._native)
+
+    def _hook_point(self, name):
+        point = self._hook_points.get(name)
+        if point is None:
+            point = self._hook_points[name] = HookPoint(name)
+        return point
+
+    def _resolve(self, hooks):
+        """[(filter, fn)] as the engine takes them: ([names or globs], fn(array, name))."""
+        return [(_filters.patterns(name_filter, self._point_names),
+                 lambda value, name, f=function: f(value, self._hook_point(name)))
+                for name_filter, function in hooks]
 
     def run_with_hooks(self, tokens, fwd_hooks=(), bwd_hooks=(), return_type="logits",
                        source=None, targets=None):
-        """The logits (or the loss, return_type="loss") with each hook function called as
+        """The logits (or the loss, return_type="loss") with each forward hook called as
         fn(activation, hook) at the points its filter names; it returns None (the activation,
-        edited in place or not) or a replacement of the same shape."""
-        if bwd_hooks:
-            raise NotImplementedError("bwd_hooks: not supported yet; run_with_cache(incl_bwd=True) "
-                                      "gives the gradients")
+        edited in place or not) or a replacement of the same shape. With backward hooks, the
+        backward pass of the loss follows (the loss return_type="loss" gives), and each is
+        called as fn(grad, hook) with the gradient of the loss with respect to its point's
+        activation; what it returns (None: the array as it now is) flows on backward."""
         if return_type not in ("logits", "loss"):
             raise ValueError(f"return_type: expected 'logits' or 'loss', got {return_type!r}")
-        hooks = self._hooks(fwd_hooks)
+        fwd = self._resolve(self._scoped_hooks["fwd"] + list(fwd_hooks))
+        bwd = self._resolve(self._scoped_hooks["bwd"] + list(bwd_hooks))
         loss = return_type == "loss"
-        if not hooks:
+        if not fwd and not bwd:
             return self._native.forward(tokens, source, targets, loss)
-        return _native.run_with_hooks(self._native, tokens, source, targets, hooks, loss)
+        return _native.run_with_hooks(self._native, tokens, source, targets, fwd, bwd, loss)
 
     def run_with_cache(self, tokens, names_filter=None, incl_bwd=False, source=None,
                        targets=None, fwd_hooks=()):
         """(logits, cache): the activations at the points names_filter names (a name, a list,
         a glob or a predicate; every point when None); with incl_bwd also name + "_grad", the
-        gradient of the loss (next-token, or `targets`) with respect to each."""
-        names = _native.hook_point_names(self._native)
+        gradient of the loss (next-token, or `targets`) with respect to each, read after the
+        backward hooks of a hooks() block."""
+        bwd = self._resolve(self._scoped_hooks["bwd"]) if incl_bwd else []
         logits, values, _ = _native.run_with_cache(
-            self._native, tokens, source, targets, _filters.patterns(names_filter, names),
-            incl_bwd, self._hooks(fwd_hooks))
+            self._native, tokens, source, targets,
+            _filters.patterns(names_filter, self._point_names), incl_bwd,
+            self._resolve(self._scoped_hooks["fwd"] + list(fwd_hooks)), bwd)
         return logits, ActivationCache(values, self)
 
     @contextlib.contextmanager
     def hooks(self, fwd_hooks=(), bwd_hooks=()):
-        """Hooks for every run inside the block, removed on leaving it (an exception too)."""
-        if bwd_hooks:
-            raise NotImplementedError("bwd_hooks: not supported yet")
-        added = list(fwd_hooks)
-        self._hooks(added)  # a filter naming no point fails here, before the block runs
-        self._scoped_hooks.extend(added)
+        """Hooks for every run inside the block, removed on leaving it (an exception too). The
+        backward hooks make every run_with_hooks and model() inside it run the backward pass of
+        its loss, and apply to run_with_cache(incl_bwd=True)."""
+        added = {"fwd": list(fwd_hooks), "bwd": list(bwd_hooks)}
+        # A filter naming no point fails here, before the block runs.
+        _native.check_filters(self._native, [patterns for patterns, _ in
+                                             self._resolve(added["fwd"] + added["bwd"])],
+                              "hooks")
+        for kind, hooks in added.items():
+            self._scoped_hooks[kind].extend(hooks)
         try:
             yield self
         finally:
-            del self._scoped_hooks[len(self._scoped_hooks) - len(added):]
+            for kind, hooks in added.items():
+                del self._scoped_hooks[kind][len(self._scoped_hooks[kind]) - len(hooks):]
 
     def generate(self, prompt, max_new_tokens=200, temperature=1.0, top_k=0, seed=0,
                  use_cache=True):

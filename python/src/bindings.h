@@ -18,6 +18,7 @@
 #include "nn/hooks.h"
 #include "nn/sequence_model.h"
 #include "train/config.h"
+#include "train/trained_model.h"
 
 namespace gradlab::python {
 
@@ -42,14 +43,10 @@ Tensor from_numpy(const py::handle& array, const std::string& what);
 Indices to_tokens(const py::handle& tokens, int64_t vocab_size, const std::string& what);
 py::array_t<int64_t> indices_to_numpy(const Indices& indices);
 
-// A checkpoint opened for Python: its run configuration, its model and its task (a text
-// model's vocabulary). One loader for every kind of checkpoint the command line reads.
-struct Checkpoint {
-  train::RunConfig config;
-  std::shared_ptr<nn::SequenceModel> model;
-  std::shared_ptr<const data::Task> task;
-  // A language model's tokenizer; none for a toy task.
-  const data::Vocabulary* vocabulary() const;
+// A checkpoint opened for Python: the trained model train::load_trained_model reads (its run
+// configuration, model, task and a language model's vocabulary), as every command of the
+// command line reads it, with what Python's views of it need.
+struct Checkpoint : train::TrainedModel {
   // Set once Python holds writable views of the parameters: the model's caches of derived
   // values (stacked weights) are then refreshed before every run (mark_parameters_written).
   bool views_out = false;

@@ -7,7 +7,8 @@
 #include "nn/generate.h"
 #include "nn/hooks.h"
 #include "python/src/bindings.h"
-#include "train/trainer.h"
+#include "train/checkpoint.h"
+#include "train/trained_model.h"
 
 namespace gradlab::python {
 namespace {
@@ -25,22 +26,14 @@ nn::SequenceBatch longest_batch(const Checkpoint& c) {
                              length / 2);
 }
 
-const data::Vocabulary* Checkpoint::vocabulary() const {
-  const data::LanguageModelTask* language_model = task->language_model();
-  return language_model ? &language_model->vocabulary() : nullptr;
-}
-
 void Checkpoint::mark_parameters_written() {
   if (!views_out) return;
   for (Tensor& p : model->parameters()) p.node()->storage->mark_written();
 }
 
 std::shared_ptr<Checkpoint> load_checkpoint(const std::string& path) {
-  train::LoadedModel loaded = train::load_model(path);
   auto checkpoint = std::make_shared<Checkpoint>();
-  checkpoint->task = train::make_task(loaded.config);
-  checkpoint->config = std::move(loaded.config);
-  checkpoint->model = std::move(loaded.model);
+  static_cast<train::TrainedModel&>(*checkpoint) = train::load_trained_model(path);
   checkpoint->model->eval();  // as the command line runs a loaded model: no dropout
   return checkpoint;
 }
@@ -106,7 +99,9 @@ void bind_models(py::module_& m) {
                              })
       .def_property_readonly(
           "tokenizer",
-          [](const Checkpoint& c) -> const data::Vocabulary* { return c.vocabulary(); },
+          [](const Checkpoint& c) -> const data::Vocabulary* {
+            return c.vocabulary ? &*c.vocabulary : nullptr;
+          },
           py::return_value_policy::reference_internal)
       .def_property_readonly(
           "dtype",
@@ -126,6 +121,16 @@ void bind_models(py::module_& m) {
              py::dict out;
              for (const auto& [name, tensor] : c.model->named_parameters()) {
                out[py::str(name)] = to_numpy(tensor);
+             }
+             return out;
+           })
+      .def("named_gradients",
+           [](Checkpoint& c) {
+             py::dict out;
+             for (const auto& [name, tensor] : c.model->named_parameters()) {
+               const Tensor grad = tensor.grad();
+               out[py::str(name)] =
+                   to_numpy(grad.defined() ? grad : Tensor::zeros(tensor.shape(), tensor.dtype()));
              }
              return out;
            })
@@ -168,7 +173,7 @@ void bind_models(py::module_& m) {
           "generate",
           [](Checkpoint& c, const std::vector<int64_t>& prompt,
              const nn::SamplingOptions& options) {
-            const data::LanguageModelTask* language_model = c.task->language_model();
+            const data::LanguageModelTask* language_model = c.language_model();
             if (!language_model) {
               throw py::value_error("generate: a " + c.task->name() +
                                     " model, not a language model");

@@ -1,18 +1,16 @@
 // gradlab.train and gradlab.tasks for Python: a run's settings arrive as (key, text) pairs, the
 // keys of `gradlab train`'s flags and config files, read through the same field table
-// (train::config_fields), and the run goes through the same claim of its directory, Trainer and
-// train::fit as the command line's, so that its checkpoints are the same bit for bit.
+// (train::config_fields), and the run goes through the same claim of its directory, steps
+// (train/training_run.h), Trainer and train::fit as the command line's, so that its checkpoints
+// are the same bit for bit.
 #include <charconv>
 #include <filesystem>
 
 #include "autograd/threads.h"
 #include "data/tasks.h"
-#include "io/atomic_file.h"
 #include "python/src/bindings.h"
-#include "train/fit.h"
-#include "train/io/run_directory.h"
-#include "train/io/run_directory_claim.h"
 #include "train/metrics_log.h"
+#include "train/training_run.h"
 
 namespace gradlab::python {
 namespace {
@@ -153,27 +151,13 @@ void bind_training(py::module_& m) {
                                         .resume = "",
                                         .resumed_step = std::nullopt,
                                         .overwrite = overwrite});
-        train::check_fields(config);
-        const std::shared_ptr<const data::Task> task = train::prepare_task(config);
-        train::finalize(config);
+        const std::shared_ptr<const data::Task> task = train::prepare_run(config);
         const int threads_before = threads();
         set_threads(static_cast<int>(config.threads));
         train::Trainer trainer(config, task);
-        train::prepare_run_directory(config.out_dir, claim);
-        io::replace_file_text((fs::path(config.out_dir) / "config.ini").string(),
-                              train::to_config_file(config));
+        train::start_run_directory(config, claim);
         CallbackObserver observer(config, *task, trainer.step(), std::move(callback));
-        const train::LoopPolicy policy{.steps = config.steps,
-                                       .eval_every = config.eval_every,
-                                       .target_exact_match = config.target_exact_match,
-                                       .best_by_loss = task->judged_by_loss(),
-                                       .out_dir = config.out_dir,
-                                       .save_every = config.save_every,
-                                       .keep = config.keep,
-                                       .earlier_checkpoints = claim.earlier_checkpoints,
-                                       .check_replicas_every = 0,
-                                       .stop_on_signal = false,
-                                       .stop_on_loss_spike = config.stop_on_loss_spike};
+        const train::LoopPolicy policy = train::loop_policy(config, *task, claim);
         train::FitResult result;
         {
           py::gil_scoped_release release;
@@ -195,9 +179,7 @@ void bind_training(py::module_& m) {
   py::class_<TaskBatches>(m, "TaskBatches")
       .def(py::init([](const Settings& settings) {
              train::RunConfig config = run_config(settings);
-             train::check_fields(config);
-             const std::shared_ptr<const data::Task> task = train::prepare_task(config);
-             train::finalize(config);
+             const std::shared_ptr<const data::Task> task = train::prepare_run(config);
              const auto model = nn::make_sequence_model(config.model, config.net);
              return TaskBatches{config, task->data_source(model, config.seed, config.batch_size,
                                                           config.eval_size)};

@@ -138,6 +138,7 @@ line patch patch --checkpoint ck.h5 --clean "1 2" --corrupt "2 1" --names '*hook
   --per-position --out p.h5
 line heads heads --checkpoint ck.h5 --length 2 --sequences 2 --out w.h5
 line lens lens --checkpoint ck.h5 --input "1 2" --top 2 --out l.h5
+line dla dla --checkpoint ck.h5 --held-out 2 --versus 1 --out d.h5
 line inspect inspect ck.h5
 line explain explain
 line explain-shapes explain --shapes 2,5,8,4,2

@@ -24,13 +24,30 @@ class HookPoint:
         return f"HookPoint({self.name!r})"
 
 
+def _positions(values, pos_slice, axis=-2):
+    """values with TransformerLens's pos_slice taken along the positions axis: None all, an int
+    one position (the axis dropped), a tuple a slice(*tuple), a list or array those positions."""
+    if pos_slice is None:
+        return values
+    if isinstance(pos_slice, tuple):
+        pos_slice = slice(*pos_slice)
+    if isinstance(pos_slice, (int, np.integer, slice)):
+        index = [slice(None)] * values.ndim
+        index[axis] = pos_slice
+        return values[tuple(index)]
+    return np.take(values, np.asarray(pos_slice), axis=axis)
+
+
 class ActivationCache(dict):
     """Activations by hook point name (numpy arrays sharing the engine's memory), with the
-    residual-stream helpers of TransformerLens that need nothing but the cache."""
+    residual-stream helpers of TransformerLens. The decomposition, the frozen norm and the
+    unembedding are the engine's (interp/direct_logit_attribution.h); with_fold_ln() gives the
+    view in TransformerLens's fold_ln convention."""
 
-    def __init__(self, values, model):
+    def __init__(self, values, model, fold_ln=False):
         super().__init__(values)
         self.model = model
+        self.fold_ln = fold_ln
 
     def __getitem__(self, name):
         try:
@@ -38,42 +55,108 @@ class ActivationCache(dict):
         except KeyError:
             raise KeyError(f"{name!r} is not cached; cached: {', '.join(self)}") from None
 
+    def with_fold_ln(self):
+        """The same activations, read in TransformerLens's fold_ln convention: the final norm's
+        weight folded into W_U and its bias into b_U, so that apply_ln only centres and scales
+        and no "ln_final_bias" part appears."""
+        return ActivationCache(self, self.model, fold_ln=True)
+
+    def _native_model(self):
+        return self.model._native
+
+    def _blocks(self):
+        return _native.residual_blocks(self._native_model())
+
+    @staticmethod
+    def _layer(layer):
+        return -1 if layer is None else layer
+
+    def _residual(self, layer, pos_slice=None):
+        """The stream whose norm apply_ln freezes: entering block `layer`, or the final norm's."""
+        point = _native.residual_point(self._native_model(), self._layer(layer))
+        return _positions(self[point], pos_slice)
+
     def stack_activation(self, suffix):
         """The activations of every block's point `suffix` ("hook_resid_post",
-        "attn.hook_pattern"), stacked on a new first axis [L, ...]."""
-        layers = self.model.cfg["layers"]
-        return np.stack([self[f"blocks.{layer}.{suffix}"] for layer in range(layers)])
+        "attn.hook_pattern"), stacked on a new first axis [L, ...] (the decoder's blocks for the
+        encoder-decoder)."""
+        return np.stack([self[f"{block}.{suffix}"] for block in self._blocks()])
 
-    def accumulated_resid(self, layer=None, incl_mid=False):
-        """The residual stream before each block and after the last [L + 1, B, T, C] (up to
-        `layer` when given); with incl_mid the middle of each block too."""
-        layers = self.model.cfg["layers"] if layer is None else layer
-        parts = []
-        for i in range(layers):
-            parts.append(self[f"blocks.{i}.hook_resid_pre"])
+    def accumulated_resid(self, layer=None, incl_mid=False, apply_ln=False, return_labels=False):
+        """The residual stream entering each block and after the last [L + 1, B, T, C] (up to
+        the stream entering `layer` when given); with incl_mid the middle of each block too;
+        with apply_ln each through the norm before `layer` (the final norm), its scale frozen."""
+        blocks = self._blocks()
+        end = len(blocks) if layer is None else layer
+        parts, labels = [], []
+        for i in range(end):
+            parts.append(self[f"{blocks[i]}.hook_resid_pre"])
+            labels.append(f"{i}_pre")
             if incl_mid:
-                parts.append(self[f"blocks.{i}.hook_resid_mid"])
-        if layer is None:
-            parts.append(self[f"blocks.{layers - 1}.hook_resid_post"])
-        else:
-            parts.append(self[f"blocks.{layers}.hook_resid_pre"])
-        return np.stack(parts)
+                parts.append(self[f"{blocks[i]}.hook_resid_mid"])
+                labels.append(f"{i}_mid")
+        parts.append(self._residual(end))
+        labels.append("final_post" if end == len(blocks) else f"{end}_pre")
+        stack = np.stack(parts)
+        if apply_ln:
+            stack = self.apply_ln_to_stack(stack, layer)
+        return (stack, labels) if return_labels else stack
 
-    def decompose_resid(self):
-        """The residual stream as the sum of its parts [P, B, T, C]: the embeddings, then each
-        block's attention output and feed-forward output (where the block has one)."""
-        parts = [self["blocks.0.hook_resid_pre"]]
-        for i in range(self.model.cfg["layers"]):
-            parts.append(self[f"blocks.{i}.hook_attn_out"])
-            if f"blocks.{i}.hook_mlp_out" in self:
-                parts.append(self[f"blocks.{i}.hook_mlp_out"])
-        return np.stack(parts)
+    def decompose_resid(self, layer=None, mode="all", apply_ln=False, pos_slice=None,
+                        return_labels=False, incl_embeds=True):
+        """The residual stream entering `layer` (the final norm's input when None) as the sum
+        of its parts [N, B, T, C]: "embed", "pos_embed", then each block's "<l>_attn_out"
+        ("<l>_cross_attn_out") and "<l>_mlp_out"; mode "attn" or "mlp" keeps those alone. With
+        apply_ln each part goes through the norm before `layer`, its scale frozen, and the
+        norm's bias is a part of its own: the parts then sum to the norm's output."""
+        if mode not in ("all", "attn", "mlp"):
+            raise ValueError(f"decompose_resid: mode must be 'all', 'attn' or 'mlp', got {mode!r}")
+        native = self._native_model()
+        labels, stack = _native.decompose_residual(
+            native, self, self._layer(layer), False, mode != "mlp", mode != "attn", incl_embeds,
+            True)
+        if apply_ln:
+            labels, stack = _native.normalized_parts(native, labels, stack, self._residual(layer),
+                                                     self._layer(layer), self.fold_ln)
+        stack = _positions(stack, pos_slice)
+        return (stack, labels) if return_labels else stack
 
-    def stack_head_results(self):
-        """Every head's output in the residual stream [L * H, B, T, C] (hook_result: cache it)."""
-        results = self.stack_activation("attn.hook_result")  # [L, B, T, H, C]
-        layers, rows, length, heads, width = results.shape
-        return results.transpose(0, 3, 1, 2, 4).reshape(layers * heads, rows, length, width)
+    def stack_head_results(self, layer=-1, return_labels=False, apply_ln=False):
+        """Each head's output in the residual stream [N, B, T, C], labels "L<l>H<h>" (and
+        "L<l>H<h>_cross" for the encoder-decoder's cross-attention): every block's, or those
+        before `layer`. With apply_ln through the norm before `layer` (the final norm for -1)."""
+        native = self._native_model()
+        layer = None if layer == -1 else layer
+        labels, stack = _native.decompose_residual(native, self, self._layer(layer), True, True,
+                                                   False, False, False)
+        if apply_ln:
+            stack = self.apply_ln_to_stack(stack, layer)
+        return (stack, labels) if return_labels else stack
+
+    def apply_ln_to_stack(self, residual_stack, layer=None, pos_slice=None):
+        """residual_stack [..., B, T, C] through the norm before `layer` (the final norm when
+        None) with the scale of the cached stream frozen (its positions pos_slice when the stack
+        holds only those): centred (LayerNorm), divided by that scale and, unless fold_ln,
+        multiplied by the norm's weight. The norm's bias is not added."""
+        return _native.apply_frozen_norm(self._native_model(), np.asarray(residual_stack),
+                                         self._residual(layer, pos_slice), self._layer(layer),
+                                         self.fold_ln)
+
+    def logit_attrs(self, residual_stack, tokens, incorrect_tokens=None, pos_slice=None):
+        """Each part's contribution to the logits of `tokens` (an id, ids [B] or [B, T]), minus
+        those of incorrect_tokens when given: residual_stack [..., B, T, C] (after
+        apply_ln_to_stack) against the directions of W_U, positions pos_slice. b_U is not
+        added: the parts of decompose_resid(apply_ln=True) plus b_U[token] sum to the logit."""
+        weight, _ = _native.unembedding(self._native_model(), self.fold_ln)  # [C, V]
+        directions = np.moveaxis(weight[:, np.asarray(tokens)], 0, -1)  # [..., C]
+        if incorrect_tokens is not None:
+            directions = directions - np.moveaxis(weight[:, np.asarray(incorrect_tokens)], 0, -1)
+        stack = _positions(np.asarray(residual_stack), pos_slice)
+        return (stack * directions).sum(-1)
+
+    def unembed_bias(self):
+        """b_U [V] (folded with the final norm's bias under with_fold_ln()), or None."""
+        return _native.unembedding(self._native_model(), self.fold_ln)[1]
 
 
 class HookedModel:

@@ -1,11 +1,13 @@
 // The instruments of interp/ for Python, each a library call whose results become numpy arrays
-// and dicts: head scores, the logit lens, ablation and activation patching; and the reading of
+// and dicts: head scores, the logit lens, ablation, activation patching and the residual
+// stream's decomposition (the cache helpers of gradlab/_model.py); and the reading of
 // the float datasets of the files gradlab's commands write (activations, lens), for programs
 // without h5py.
 #include <H5Cpp.h>
 
 #include "autograd/graph.h"
 #include "interp/ablation.h"
+#include "interp/direct_logit_attribution.h"
 #include "interp/head_scores.h"
 #include "interp/logit_lens.h"
 #include "interp/patching.h"
@@ -24,9 +26,81 @@ py::dict metrics_dict(const train::Metrics& m) {
   return d;
 }
 
+// A cache of Python's (name -> numpy array) as the points the decomposition reads.
+interp::PointReader dict_reader(const py::dict& cache) {
+  return [cache](const std::string& name) {
+    if (!cache.contains(name)) {
+      throw py::key_error("'" + name + "' is not cached: the residual stream's helpers read it " +
+                          "(run_with_cache with names_filter=None caches every point)");
+    }
+    return from_numpy(cache[py::str(name)], name);
+  };
+}
+
+py::tuple labelled(const interp::ResidualStack& parts) {
+  return py::make_tuple(py::cast(parts.labels), to_numpy(parts.stack));
+}
+
+// The residual stream's decomposition, its frozen norm and the unembedding: the logic of the
+// cache's decompose_resid, stack_head_results, accumulated_resid, apply_ln_to_stack and
+// logit_attrs.
+void bind_residual_stream(py::module_& m) {
+  m.def(
+      "residual_blocks", [](const Checkpoint& c) { return interp::residual_blocks(*c.model); },
+      py::arg("model"));
+  m.def(
+      "residual_point",
+      [](const Checkpoint& c, int64_t layer) { return interp::residual_point(*c.model, layer); },
+      py::arg("model"), py::arg("layer"));
+  m.def(
+      "decompose_residual",
+      [](const Checkpoint& c, const py::dict& cache, int64_t layer, bool heads, bool attention,
+         bool mlp, bool embeddings, bool biases) {
+        const interp::DecomposeOptions options{
+            .layer = layer,
+            .grain = heads ? interp::ResidualGrain::Heads : interp::ResidualGrain::Sublayers,
+            .attention = attention,
+            .mlp = mlp,
+            .embeddings = embeddings,
+            .biases = biases};
+        return labelled(interp::decompose_residual(*c.model, dict_reader(cache), options));
+      },
+      py::arg("model"), py::arg("cache"), py::arg("layer"), py::arg("heads"), py::arg("attention"),
+      py::arg("mlp"), py::arg("embeddings"), py::arg("biases"));
+  m.def(
+      "apply_frozen_norm",
+      [](const Checkpoint& c, const py::handle& stack, const py::handle& residual, int64_t layer,
+         bool fold_ln) {
+        return to_numpy(interp::apply_frozen_norm(*c.model, from_numpy(stack, "residual_stack"),
+                                                  from_numpy(residual, "residual"), layer,
+                                                  fold_ln));
+      },
+      py::arg("model"), py::arg("stack"), py::arg("residual"), py::arg("layer"),
+      py::arg("fold_ln"));
+  m.def(
+      "normalized_parts",
+      [](const Checkpoint& c, const std::vector<std::string>& labels, const py::handle& stack,
+         const py::handle& residual, int64_t layer, bool fold_ln) {
+        const interp::ResidualStack parts{labels, from_numpy(stack, "residual_stack")};
+        return labelled(interp::normalized_parts(*c.model, parts, from_numpy(residual, "residual"),
+                                                 layer, fold_ln));
+      },
+      py::arg("model"), py::arg("labels"), py::arg("stack"), py::arg("residual"), py::arg("layer"),
+      py::arg("fold_ln"));
+  m.def(
+      "unembedding",
+      [](const Checkpoint& c, bool fold_ln) {
+        const interp::Unembedding u = interp::unembedding(*c.model, fold_ln);
+        return py::make_tuple(to_numpy(u.weight),
+                              u.bias.defined() ? py::object(to_numpy(u.bias)) : py::none());
+      },
+      py::arg("model"), py::arg("fold_ln"), "(W_U [C, V], b_U [V] or None)");
+}
+
 }  // namespace
 
 void bind_instruments(py::module_& m) {
+  bind_residual_stream(m);
   m.def(
       "heads",
       [](Checkpoint& c, const interp::HeadScoreOptions& options) {

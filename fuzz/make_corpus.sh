@@ -137,6 +137,7 @@ line ablate-together ablate --checkpoint ck.h5 --together 'blocks.1.attn:*' bloc
 line patch patch --checkpoint ck.h5 --clean "1 2" --corrupt "2 1" --names '*hook_z' \
   --per-position --out p.h5
 line heads heads --checkpoint ck.h5 --length 2 --sequences 2 --out w.h5
+line circuits circuits --checkpoint ck.h5 --layer 1 --head 0 --top 2 --baseline-draws 2 --out c.h5
 line lens lens --checkpoint ck.h5 --input "1 2" --top 2 --out l.h5
 line dla dla --checkpoint ck.h5 --held-out 2 --versus 1 --out d.h5
 line inspect inspect ck.h5

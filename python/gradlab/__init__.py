@@ -3,12 +3,14 @@ names), train, and use the instruments; the C++ engine (gradlab._native) does ev
 docs/python.md describes the API."""
 
 from gradlab import tasks
+from gradlab._circuits import OV, QK, FactoredMatrix, circuit_matrices, circuits
 from gradlab._model import ActivationCache, HookPoint, HookedModel, load
 from gradlab._native import Tensor, get_num_threads, set_num_threads, tensor
 from gradlab._instruments import ablate, heads, lens, patch, read_dataset
 from gradlab._train import train
 
 __all__ = [
-    "ActivationCache", "HookPoint", "HookedModel", "Tensor", "ablate", "get_num_threads", "heads",
-    "lens", "load", "patch", "read_dataset", "set_num_threads", "tasks", "tensor", "train",
+    "ActivationCache", "FactoredMatrix", "HookPoint", "HookedModel", "OV", "QK", "Tensor", "ablate",
+    "circuit_matrices", "circuits", "get_num_threads", "heads", "lens", "load", "patch",
+    "read_dataset", "set_num_threads", "tasks", "tensor", "train",
 ]

@@ -19,7 +19,7 @@ namespace {
 // What decomposition reads of a built-in model: the decoder-only model, or the encoder-decoder's
 // decoder (its cross-attention heads write to the same stream; the encoder reaches it only
 // through them).
-struct Stream {
+struct DecodedStream {
   const nn::TokenAndPosition* embed;
   const std::vector<std::shared_ptr<nn::TransformerBlock>>* blocks;
   const nn::Norm* ln_f;    // null without a final norm
@@ -27,7 +27,7 @@ struct Stream {
   std::string prefix;      // "blocks." or "decoder."
 };
 
-Stream stream_of(const nn::SequenceModel& model) {
+DecodedStream stream_of(const nn::SequenceModel& model) {
   if (const auto* m = dynamic_cast<const nn::DecoderLM*>(&model)) {
     return {m->embed.get(), &m->blocks, m->ln_f.get(), m->head.get(), "blocks."};
   }
@@ -39,12 +39,12 @@ Stream stream_of(const nn::SequenceModel& model) {
       "reads the built-in decoder and encoder-decoder");
 }
 
-int64_t layer_count(const Stream& s) {
+int64_t layer_count(const DecodedStream& s) {
   return static_cast<int64_t>(s.blocks->size());
 }
 
 // layer as an index in [0, L], L meaning the final norm (layer -1 too).
-int64_t stream_layer(const Stream& s, int64_t layer, const char* caller) {
+int64_t stream_layer(const DecodedStream& s, int64_t layer, const char* caller) {
   const int64_t L = layer_count(s);
   if (layer < -1 || layer > L) {
     throw ConfigError(std::string(caller) + ": layer " + format_number(layer) + " is not in [-1, " +
@@ -55,7 +55,7 @@ int64_t stream_layer(const Stream& s, int64_t layer, const char* caller) {
 
 // A post-norm block normalises the sum after each sublayer: what reaches the head is then no
 // sum of what the parts wrote.
-void require_pre_norm(const nn::SequenceModel& model, const Stream& s, const char* caller) {
+void require_pre_norm(const nn::SequenceModel& model, const DecodedStream& s, const char* caller) {
   if (!model.config().block.pre_norm && !s.blocks->empty() && s.blocks->front()->ln1) {
     throw ConfigError(std::string(caller) +
                       ": a post-norm model's residual stream is not a sum of its parts (each "
@@ -64,7 +64,7 @@ void require_pre_norm(const nn::SequenceModel& model, const Stream& s, const cha
 }
 
 // The norm before block `layer` (L: the final norm).
-const nn::Norm* norm_before(const Stream& s, int64_t layer) {
+const nn::Norm* norm_before(const DecodedStream& s, int64_t layer) {
   return layer == layer_count(s) ? s.ln_f : (*s.blocks)[static_cast<size_t>(layer)]->ln1.get();
 }
 
@@ -94,14 +94,14 @@ Indices rows_of(const Indices& tokens, int64_t begin, int64_t count) {
 }  // namespace
 
 std::vector<std::string> residual_blocks(const nn::SequenceModel& model) {
-  const Stream s = stream_of(model);
+  const DecodedStream s = stream_of(model);
   std::vector<std::string> names;
   for (int64_t l = 0; l < layer_count(s); ++l) names.push_back(s.prefix + std::to_string(l));
   return names;
 }
 
 std::string residual_point(const nn::SequenceModel& model, int64_t layer) {
-  const Stream s = stream_of(model);
+  const DecodedStream s = stream_of(model);
   const int64_t at = stream_layer(s, layer, "residual_point");
   if (at < layer_count(s)) return s.prefix + std::to_string(at) + ".hook_resid_pre";
   return s.prefix + std::to_string(at - 1) + ".hook_resid_post";
@@ -109,7 +109,7 @@ std::string residual_point(const nn::SequenceModel& model, int64_t layer) {
 
 std::vector<std::string> decomposition_points(const nn::SequenceModel& model,
                                               const DecomposeOptions& options) {
-  const Stream s = stream_of(model);
+  const DecodedStream s = stream_of(model);
   const int64_t end = stream_layer(s, options.layer, "decompose_residual");
   const bool heads = options.grain == ResidualGrain::Heads;
   std::vector<std::string> points;
@@ -129,7 +129,7 @@ std::vector<std::string> decomposition_points(const nn::SequenceModel& model,
 
 ResidualStack decompose_residual(const nn::SequenceModel& model, const PointReader& read,
                                  const DecomposeOptions& options) {
-  const Stream s = stream_of(model);
+  const DecodedStream s = stream_of(model);
   require_pre_norm(model, s, "decompose_residual");
   const int64_t end = stream_layer(s, options.layer, "decompose_residual");
   NoGradGuard no_graph;
@@ -185,7 +185,7 @@ ResidualStack decompose_residual(const nn::SequenceModel& model, const PointRead
 
 Tensor apply_frozen_norm(const nn::SequenceModel& model, const Tensor& stack,
                          const Tensor& residual, int64_t layer, bool fold_ln) {
-  const Stream s = stream_of(model);
+  const DecodedStream s = stream_of(model);
   require_pre_norm(model, s, "apply_frozen_norm");
   const nn::Norm* norm = norm_before(s, stream_layer(s, layer, "apply_frozen_norm"));
   const Shape& tail = residual.shape();
@@ -216,7 +216,7 @@ Tensor apply_frozen_norm(const nn::SequenceModel& model, const Tensor& stack,
 
 ResidualStack normalized_parts(const nn::SequenceModel& model, const ResidualStack& parts,
                                const Tensor& residual, int64_t layer, bool fold_ln) {
-  const Stream s = stream_of(model);
+  const DecodedStream s = stream_of(model);
   const int64_t at = stream_layer(s, layer, "normalized_parts");
   ResidualStack out{parts.labels, apply_frozen_norm(model, parts.stack, residual, layer, fold_ln)};
   const auto* ln = dynamic_cast<const nn::LayerNorm*>(norm_before(s, at));
@@ -228,7 +228,7 @@ ResidualStack normalized_parts(const nn::SequenceModel& model, const ResidualSta
 }
 
 Unembedding unembedding(const nn::SequenceModel& model, bool fold_ln) {
-  const Stream s = stream_of(model);
+  const DecodedStream s = stream_of(model);
   NoGradGuard no_graph;
   Unembedding u;
   u.weight = transpose(s.head ? s.head->weight : s.embed->token_embedding->weight, 0, 1);  // [C, V]

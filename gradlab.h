@@ -70,4 +70,5 @@
 #include "train/metrics_log.h"
 #include "train/optimizer.h"
 #include "train/trained_model.h"
+#include "train/training_run.h"
 #include "train/trainer.h"

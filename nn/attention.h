@@ -1,4 +1,4 @@
-// Multi-head attention, as the seeds describe it (shapes use their letters):
+// Multi-head attention, as the attention tutorials describe it (shapes use their letters):
 //
 //   query [B, Tq, C], key_value [B, Tk, C]
 //   Q = query W_Q^T + b_Q [B, Tq, H*D]   K, V = key_value W_K^T.. [B, Tk, KV*D]
@@ -96,7 +96,7 @@ class MultiHeadAttention : public Module {
                  const AttentionMasks& masks = {}) const;
   // As above, also returning the weights; fills *trace with every step when given. Without
   // dropout, trace, additive mask or score modifier this runs the fused kernel
-  // (autograd/attention.h); with any of them, the composed ops, step by step as in the seeds.
+  // (autograd/attention.h); with any of them, the composed ops, step by step as in the tutorials.
   // Throws ShapeError if the inputs are not [B, T, C] or a mask does not fit [B, H, Tq, Tk].
   AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key_value,
                                        const AttentionMasks& masks = {},
@@ -116,7 +116,7 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<ScoreModifier> score_modifier;  // null: none
 
  private:
-  // The seeds' steps, one op each.
+  // The tutorial's steps, one op each.
   AttentionOutput attend_composed(const Tensor& query, const Tensor& key_value,
                                   const AttentionMasks& masks, AttentionTrace* trace) const;
   // Checks the inputs and masks, then picks a path; without need_weights the fused kernel may

@@ -1,5 +1,5 @@
 // The one table of hook points: each row a point's suffix, the module that fires it, its shape
-// in the seeds' letters and whether the fused attention path must give way to the composed one
+// in the tutorial's letters and whether the fused attention path must give way to the composed one
 // for it. Point names (module path + "." + suffix), `gradlab hooks`' letters, docs/hooks.md's
 // list (a test compares them) and the fused path's choice all read it: a new point is a row
 // here and a hook_point call where it passes.

@@ -12,7 +12,7 @@
 //
 // Every point is a row of nn/hook_points.h. The fused attention kernel keeps no q, k, v,
 // scores, pattern or z: an attention layer one of whose own composed-only points is hooked or
-// cached takes the composed path (the seeds' steps), which computes the same values; a layer with
+// cached takes the composed path (the tutorial's steps), which computes the same values; a layer with
 // no such point hooked stays fused.
 #pragma once
 
@@ -73,7 +73,7 @@ struct Hook {
   HookDirection direction = HookDirection::Forward;
 };
 
-// One point of a model: its name, its shape in the seeds' letters (in the encoder T is S; in
+// One point of a model: its name, its shape in the tutorial's letters (in the encoder T is S; in
 // cross-attention Tk is S) and its shape for the sequence it was listed with.
 struct HookPointInfo {
   std::string name;

@@ -122,7 +122,7 @@ std::vector<ModuleCheck> make_checks() {
   checks.push_back(attention_check("MQA cross", "B=2 Tq=5 Tk=7 C=12 H=3 KV=1 D=4",
                                    {.d_model = 12, .num_heads = 3, .num_kv_heads = 1}, {2, 5, 12},
                                    7, {}));
-  // An additive mask sends a call down the composed path (the seeds' steps, one op each).
+  // An additive mask sends a call down the composed path (the tutorial's steps, one op each).
   Generator additive_gen(3);
   AttentionMasks composed_cross = cross_padding;
   composed_cross.additive_mask = Tensor::randn({5, 7}, additive_gen, DType::Float64);  // [Tq, Tk]

@@ -1,6 +1,7 @@
-// Multi-head attention. First the tutorial's steps as composed ops (attend_composed: no hand-written
-// backward), then the dispatcher that checks the inputs once and picks a path, then the fused
-// path, which computes the same in one op (autograd/attention.h) and is tested against it.
+// Multi-head attention. First the tutorial's steps as composed ops (attend_composed: no
+// hand-written backward), then the dispatcher that checks the inputs once and picks a path, then
+// the fused path, which computes the same in one op (autograd/attention.h) and is tested against
+// it.
 #include "nn/attention.h"
 
 #include <algorithm>

@@ -12,8 +12,8 @@
 //
 // Every point is a row of nn/hook_points.h. The fused attention kernel keeps no q, k, v,
 // scores, pattern or z: an attention layer one of whose own composed-only points is hooked or
-// cached takes the composed path (the tutorial's steps), which computes the same values; a layer with
-// no such point hooked stays fused.
+// cached takes the composed path (the tutorial's steps), which computes the same values; a layer
+// with no such point hooked stays fused.
 #pragma once
 
 #include <functional>

@@ -6,7 +6,7 @@
 #      (scripts/test_examples.sh).
 #   2. Debug build with AddressSanitizer + UndefinedBehaviorSanitizer (GRADLAB_SANITIZE=ON) in
 #      build-sanitize/: the suite again (but the runs listed below), with the sanitizer options
-#      below, in two processes side by side. Debug keeps assertions (no NDEBUG); it compiles with -O1 instead
+#      below, in six processes, two at a time. Debug keeps assertions (no NDEBUG); it compiles with -O1 instead
 #      of -O0, without which the Eigen kernels make the sanitized suite too slow to run on every
 #      change, with -g1 instead of -g (line tables for the sanitizers' stack traces, without the
 #      types and locals a debugger needs: a third less compile time), and for the generic x86-64
@@ -110,20 +110,23 @@ if ((${#ctest_args[@]})); then
   ctest --test-dir build-sanitize --output-on-failure -j2 --timeout 900 -E "$exclude" \
     "${ctest_args[@]}"
 else
-  # The whole suite in two processes side by side (GoogleTest's shards) rather than ctest's
+  # The whole suite in six processes, two at a time (GoogleTest's shards), rather than ctest's
   # process per test: a sanitized test binary takes a third of a second of CPU to start, which
-  # for 700 tests was a third of this pass. The tests that need a fresh process start one.
-  filter="-$(IFS=:; echo "${release_only_tests[*]}")"
-  shard_failed=0
+  # for 700 tests was a third of this pass; six shards keep both cores busy to the end. The
+  # tests that need a fresh process start one.
+  export filter="-$(IFS=:; echo "${release_only_tests[*]}")" shards=6
   mkdir -p build-sanitize/Testing
-  for shard in 0 1; do
-    # In the directory ctest would run them in.
-    (cd build-sanitize/tests && GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard timeout 1800 \
-      ./gradlab_tests --gtest_filter="$filter" >"../Testing/shard-$shard.log" 2>&1) &
-    shard_pids[shard]=$!
-  done
-  for shard in 0 1; do
-    if wait "${shard_pids[shard]}"; then
+  run_shard() {
+    # In the directory ctest would run it in; the status in a file, as xargs keeps only the worst.
+    (cd build-sanitize/tests && GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$1 timeout 1800 \
+      ./gradlab_tests --gtest_filter="$filter" >"../Testing/shard-$1.log" 2>&1)
+    echo $? >"build-sanitize/Testing/shard-$1.status"
+  }
+  export -f run_shard
+  seq 0 $((shards - 1)) | xargs -P 2 -I{} bash -c 'run_shard {}'
+  shard_failed=0
+  for ((shard = 0; shard < shards; ++shard)); do
+    if [[ "$(cat "build-sanitize/Testing/shard-$shard.status")" == 0 ]]; then
       grep -E '^\[  PASSED  \]|^\[  SKIPPED \] [0-9]' "build-sanitize/Testing/shard-$shard.log" |
         sed "s/^/shard $shard: /"
     else

@@ -22,6 +22,7 @@
 #include "autograd/ops.h"
 #include "bench/bench_shared.h"
 #include "nn/attention.h"
+#include "nn/module_registry.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
@@ -80,7 +81,9 @@ void BM_TrainStep(benchmark::State& state) {
   if (config.model != spec.model || config.task.name != spec.task || n.d_model != spec.d_model ||
       n.attention.num_heads != spec.heads || n.num_layers != spec.layers ||
       n.feed_forward.d_ff != spec.d_ff || n.vocab_size != spec.vocab || n.max_len != spec.max_len ||
-      n.dropout != 0.0 || !n.block.pre_norm || !n.embedding.learned_positions ||
+      n.dropout != 0.0 || !n.block.pre_norm ||
+      gradlab::nn::position_scheme_name(n.embedding) != gradlab::nn::kLearnedPositions ||
+      n.attention.score_modifier != gradlab::nn::kNoScoreModifier ||
       config.batch_size != spec.batch || config.clip_norm != spec.clip ||
       config.optimizer.name != spec.optimizer || config.schedule.lr != spec.lr ||
       config.schedule.warmup_steps != spec.warmup) {

@@ -1,5 +1,5 @@
 // `gradlab eval`: a checkpoint's metrics on its task's held-out set, or a language model's loss
-// and bits per character on any text.
+// and bits per character on any text, as it is or with --intervene's changes to its activations.
 
 #include <cmath>
 #include <cstdio>
@@ -7,8 +7,10 @@
 #include "cli/checkpoint_args.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
+#include "cli/intervene_option.h"
 #include "cli/options.h"
 #include "data/tokenizer.h"
+#include "interp/ablation.h"
 
 namespace gradlab::cli {
 namespace {
@@ -22,12 +24,15 @@ struct EvalArgs : CheckpointArgs {
             "loss on any text\nOptions") {
     options.add_options()("data", po::value(&input),
                           "a language model: score every token of this file");
+    add_intervene_option(options, intervene);
     add_checkpoint_options(*this);
   }
+  InterveneOption intervene;
 };
 
 int parse_eval(const Arguments& args, EvalArgs& a) {
   if (const int code = parse_with_checkpoint("eval", args, a); code >= 0) return code;
+  if (const int code = parse_interventions("eval", a.intervene, a.options); code >= 0) return code;
   return check_input_file("eval", "--data", a.input, a.options);
 }
 
@@ -37,7 +42,19 @@ int run_eval(EvalArgs& a) {
     return code;
   }
   const train::TrainedModel trained = load_trained(a);
-  const train::Metrics m = train::scoring_trainer(trained, a.input)->evaluate();
+  const std::unique_ptr<train::Trainer> trainer = train::scoring_trainer(trained, a.input);
+  const interp::HeldOutEvaluation<train::Metrics> heldout{
+      trainer->model(), trainer->heldout(), [&trainer] { return trainer->evaluate(); }};
+  std::vector<nn::Hook> hooks;
+  if (const int code = intervention_hooks(
+          "eval", a.intervene, heldout.model, heldout.heldout, [&] { heldout.evaluate(); },
+          a.options, hooks);
+      code >= 0) {
+    return code;
+  }
+  const train::Metrics m =
+      hooks.empty() ? heldout.evaluate() : interp::evaluate_with(heldout, std::move(hooks));
+  for (const std::string& spec : a.intervene.specs) std::printf("intervened %s\n", spec.c_str());
   const train::RunConfig& config = trained.config;
   const data::Task* task = trained.task.get();
   if (const data::LanguageModelTask* language_model = trained.language_model()) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -139,6 +141,9 @@ std::optional<Reference> repository_reference(const Repository& repo, std::strin
 }
 
 bool exists(const Repository& repo, const Reference& ref) {
+  if (ref.pattern.find('*') == std::string::npos && !ref.anywhere) {
+    return std::find(repo.paths.begin(), repo.paths.end(), ref.pattern) != repo.paths.end();
+  }
   return std::any_of(repo.paths.begin(), repo.paths.end(), [&](const std::string& path) {
     return wildcard(ref.pattern, path) || (ref.anywhere && wildcard("*/" + ref.pattern, path));
   });
@@ -165,11 +170,22 @@ std::vector<std::string> code_words(const std::string& doc) {
       code += (*it)[1].str() + "\n";
     }
   }
-  static const std::regex word("[A-Za-z0-9_.*<>+~/-]+");
+  // Maximal runs of these characters, scanned by hand: std::regex over the whole of the docs'
+  // code took 10 s in the unoptimised sanitizer build.
+  const auto in_word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           (c != '\0' && std::strchr("_.*<>+~/-", c) != nullptr);
+  };
   std::vector<std::string> words;
-  for (auto it = std::sregex_iterator(code.begin(), code.end(), word); it != std::sregex_iterator();
-       ++it) {
-    words.push_back(it->str());
+  for (size_t start = 0; start < code.size();) {
+    if (!in_word(code[start])) {
+      ++start;
+      continue;
+    }
+    size_t end = start;
+    while (end < code.size() && in_word(code[end])) ++end;
+    words.push_back(code.substr(start, end - start));
+    start = end;
   }
   return words;
 }
@@ -192,7 +208,9 @@ std::vector<std::string> link_targets(const std::string& doc) {
 std::vector<std::string> missing_paths(const Repository& repo, const fs::path& root,
                                        const std::string& doc_path, const std::string& doc) {
   std::vector<std::string> missing;
+  std::set<std::string> checked;
   for (const std::string& word : code_words(doc)) {
+    if (!checked.insert(word).second) continue;
     const std::optional<Reference> ref = repository_reference(repo, word);
     if (ref && !exists(repo, *ref)) missing.push_back(doc_path + ": `" + word + "`");
   }

@@ -168,10 +168,14 @@ TEST(InterventionCli, PredictDecodesIntervened) {
   EXPECT_TRUE(contains(predict.changed.out, "wrong")) << predict.changed.out;
 }
 
-TEST(InterventionCli, LensAndDlaReadTheIntervenedRun) {
+TEST(InterventionCli, LensReadsTheIntervenedRun) {
   const std::string checkpoint = toy_checkpoint(kModel, "decoder");
   three_runs({"lens", "--checkpoint", checkpoint, "--input", "1 2 3 4"}, checkpoint,
              "blocks.1.attn.hook_z:0=zero");
+}
+
+TEST(InterventionCli, DlaAttributesTheIntervenedRun) {
+  const std::string checkpoint = toy_checkpoint(kModel, "decoder");
   three_runs({"dla", "--checkpoint", checkpoint, "--input", "1 2 3 4"}, checkpoint,
              "blocks.1.attn.hook_z:0=zero");
   three_runs({"dla", "--checkpoint", checkpoint, "--held-out", "8"}, checkpoint,

@@ -13,6 +13,7 @@
 #include "cli/checkpoint_args.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
+#include "cli/intervene_option.h"
 #include "cli/options.h"
 #include "interp/direct_logit_attribution.h"
 #include "interp/files/dla_file.h"
@@ -45,6 +46,7 @@ struct DlaArgs {
         "TransformerLens's convention: the final LayerNorm's weight folded into W_U and its bias "
         "into b_U (no ln_final_bias part)")("top", po::value(&top)->default_value(20),
                                             "parts printed, largest first");
+    add_intervene_option(checkpoint.options, intervene, "the attributed run");
     add_output_options(checkpoint, {.help = "also write the attribution to this (new) HDF5 file",
                                     .required = false});
     add_checkpoint_options(checkpoint);
@@ -58,6 +60,7 @@ struct DlaArgs {
   int64_t held_out = 0;
   std::string position = "answer";
   int64_t top = 20;
+  InterveneOption intervene;
 };
 
 int parse_dla(const Arguments& args, DlaArgs& a) {
@@ -79,6 +82,7 @@ int parse_dla(const Arguments& args, DlaArgs& a) {
                        a.options);
   }
   if (a.top < 1) return usage_error("dla", "--top must be at least 1", a.options);
+  if (const int code = parse_interventions("dla", a.intervene, a.options); code >= 0) return code;
   for (const char* flag : {"answer", "versus"}) {
     const int64_t token = flag == std::string("answer") ? a.dla.answer : a.dla.versus;
     if (c.vm.count(flag) && token < 0) {
@@ -169,6 +173,11 @@ int run_dla(DlaArgs& a) {
     }
     interp::DlaSummary summary;
     {
+      std::optional<interp::AppliedInterventions> applied;
+      if (const int code = apply_interventions("dla", a.intervene, trained, a.options, applied);
+          code >= 0) {
+        return code;
+      }
       nn::EvalScope eval(model);
       summary = interp::summarize_dla(model, heldout, a.dla, a.held_out);
     }
@@ -183,6 +192,11 @@ int run_dla(DlaArgs& a) {
   std::optional<PromptedRun> loaded;
   if (const int code = load_prompted_run("dla", c, loaded); code >= 0) return code;
   nn::SequenceModel& model = *loaded->trained.model;
+  std::optional<interp::AppliedInterventions> applied;
+  if (const int code = apply_interventions("dla", a.intervene, loaded->trained, a.options, applied);
+      code >= 0) {
+    return code;
+  }
   std::vector<int64_t> answer;
   const nn::SequenceBatch batch = answered_batch(*loaded, answer);
   if (const int code = check_ranges(a, batch.inputs.shape.at(1), model.config().vocab_size);

@@ -45,15 +45,15 @@ int run_eval(EvalArgs& a) {
   const std::unique_ptr<train::Trainer> trainer = train::scoring_trainer(trained, a.input);
   const interp::HeldOutEvaluation<train::Metrics> heldout{
       trainer->model(), trainer->heldout(), [&trainer] { return trainer->evaluate(); }};
-  std::vector<nn::Hook> hooks;
-  if (const int code = intervention_hooks(
-          "eval", a.intervene, heldout.model, heldout.heldout, [&] { heldout.evaluate(); },
-          a.options, hooks);
-      code >= 0) {
-    return code;
+  train::Metrics m;
+  {
+    std::optional<interp::AppliedInterventions> applied;
+    if (const int code = apply_interventions("eval", a.intervene, heldout, a.options, applied);
+        code >= 0) {
+      return code;
+    }
+    m = heldout.evaluate();
   }
-  const train::Metrics m =
-      hooks.empty() ? heldout.evaluate() : interp::evaluate_with(heldout, std::move(hooks));
   for (const std::string& spec : a.intervene.specs) std::printf("intervened %s\n", spec.c_str());
   const train::RunConfig& config = trained.config;
   const data::Task* task = trained.task.get();

@@ -8,6 +8,7 @@
 #include "cli/checkpoint_args.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
+#include "cli/intervene_option.h"
 #include "cli/options.h"
 #include "interp/files/lens_file.h"
 #include "interp/logit_lens.h"
@@ -22,6 +23,7 @@ struct LensArgs {
     add_prompt_options(checkpoint);
     checkpoint.options.add_options()("top", po::value(&top)->default_value(3),
                                      "tokens shown per layer and position, most likely first");
+    add_intervene_option(checkpoint.options, intervene, "the prompt's run");
     add_output_options(checkpoint,
                        {.help = "also write the lens to this (new) HDF5 file", .required = false});
     add_checkpoint_options(checkpoint);
@@ -31,6 +33,7 @@ struct LensArgs {
       "final LayerNorm and the head (docs/hooks.md)\nOptions"};
   const boost::program_options::options_description& options = checkpoint.options;
   int64_t top = 3;
+  InterveneOption intervene;
 };
 
 int parse_lens(const Arguments& args, LensArgs& a) {
@@ -38,7 +41,7 @@ int parse_lens(const Arguments& args, LensArgs& a) {
     return code;
   }
   if (a.top < 1) return usage_error("lens", "--top must be at least 1", a.options);
-  return -1;
+  return parse_interventions("lens", a.intervene, a.options);
 }
 
 void print_lens(const PromptedRun& run, const nn::SequenceBatch& batch,
@@ -80,6 +83,12 @@ int run_lens(LensArgs& a) {
                        "--top " + format_number(a.top) + " is more than the model's " +
                            format_number(vocab) + " tokens",
                        a.checkpoint.options);
+  }
+  std::optional<interp::AppliedInterventions> applied;
+  if (const int code =
+          apply_interventions("lens", a.intervene, loaded->trained, a.options, applied);
+      code >= 0) {
+    return code;
   }
   std::vector<int64_t> answer;
   const nn::SequenceBatch batch = answered_batch(*loaded, answer);

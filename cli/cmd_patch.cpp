@@ -10,6 +10,7 @@
 #include "cli/checkpoint_args.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
+#include "cli/intervene_option.h"
 #include "cli/options.h"
 #include "interp/files/patching_file.h"
 #include "interp/patching.h"
@@ -28,6 +29,7 @@ struct PatchArgs {
   std::string clean, corrupt;
   std::vector<std::string> names;
   bool per_position = false;
+  InterveneOption intervene;
 };
 
 const std::vector<std::string> kDefaultNames = {"*hook_resid_pre", "*hook_attn_out",
@@ -45,13 +47,19 @@ PatchArgs::PatchArgs() {
       "'*hook_mlp_out' (those the model has); a point with heads (hook_z, hook_q, ...) is patched "
       "head by head")("per-position", po::bool_switch(&per_position),
                       "patch one position at a time (a point's first position axis)");
+  add_intervene_option(checkpoint.options, intervene,
+                       "the clean and the corrupted runs alike, patched or not");
   add_output_options(checkpoint,
                      {.help = "also write the results to this (new) HDF5 file", .required = false});
   add_checkpoint_options(checkpoint);
 }
 
 int parse_patch(const Arguments& args, PatchArgs& a) {
-  return parse_with_output("patch", args, a.checkpoint, "the patching results");
+  if (const int code = parse_with_output("patch", args, a.checkpoint, "the patching results");
+      code >= 0) {
+    return code;
+  }
+  return parse_interventions("patch", a.intervene, a.options);
 }
 
 // The metric: at every answer position where the two answers differ, the logit of the clean
@@ -144,6 +152,12 @@ int run_patch(PatchArgs& a) {
     return code;
   }
   nn::SequenceModel& model = *clean_run->trained.model;
+  std::optional<interp::AppliedInterventions> applied;
+  if (const int code =
+          apply_interventions("patch", a.intervene, clean_run->trained, c.options, applied);
+      code >= 0) {
+    return code;
+  }
   interp::PatchingResults results;
   results.clean = answered_batch(*clean_run, results.clean_answer);
   results.corrupt = answered_batch(*corrupt_run, results.corrupt_answer);

@@ -7,6 +7,7 @@
 #include "cli/checkpoint_args.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
+#include "cli/intervene_option.h"
 #include "cli/options.h"
 #include "data/text.h"
 #include "nn/generate.h"
@@ -30,15 +31,22 @@ struct SampleArgs : CheckpointArgs {
         "draw among the k most likely tokens only (0: all)")(
         "seed", po::value(&sampling.seed)->default_value(0), "seed of the draws")(
         "no-cache", po::bool_switch(), "re-read the whole window for every token (slower)");
+    add_intervene_option(options, intervene,
+                         "every step (which then re-reads the whole window, as --no-cache)");
     add_threads_option(options, threads);
   }
   nn::SamplingOptions sampling;
+  InterveneOption intervene;
 };
 
 int parse_sample(const Arguments& args, SampleArgs& a) {
   if (const int code = parse_or_usage("sample", args, a.options, a.vm); code >= 0) return code;
-  a.sampling.use_cache = !a.vm["no-cache"].as<bool>();
+  // An intervention's positions are the window's: the cache would run one new position a pass.
+  a.sampling.use_cache = !a.vm["no-cache"].as<bool>() && a.intervene.specs.empty();
   if (const int code = check_threads("sample", a.threads, a.options); code >= 0) return code;
+  if (const int code = parse_interventions("sample", a.intervene, a.options); code >= 0) {
+    return code;
+  }
   // Non-finite numbers were refused by parse_or_usage.
   const auto negative = [&](const char* flag, const std::string& value) {
     return usage_error("sample", std::string(flag) + " must not be negative, got " + value,
@@ -69,6 +77,11 @@ int run_sample(SampleArgs& a) {
   }
   std::vector<int64_t> prompt;
   if (const int code = encode_prompt("sample", "--prompt", vocabulary, a.prompt, a.options, prompt);
+      code >= 0) {
+    return code;
+  }
+  std::optional<interp::AppliedInterventions> applied;
+  if (const int code = apply_interventions("sample", a.intervene, trained, a.options, applied);
       code >= 0) {
     return code;
   }

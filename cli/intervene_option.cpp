@@ -1,4 +1,4 @@
-// --intervene: the option, its specs parsed, and their hooks on a loaded model.
+// --intervene: the option, its specs parsed, and the interventions applied to a loaded model.
 #include "cli/intervene_option.h"
 
 #include "autograd/error.h"
@@ -8,12 +8,14 @@ namespace gradlab::cli {
 
 namespace po = boost::program_options;
 
-void add_intervene_option(po::options_description& options, InterveneOption& intervene) {
-  options.add_options()(
-      "intervene", po::value(&intervene.specs)->composing(),
-      "POINT[:HEAD]=zero|mean|project-out:FILE.h5#DATASET|keep:FILE.h5#DATASET: change a hook "
-      "point's activation (or one head's slice) in every forward pass; repeatable, applied in "
-      "order (docs/hooks.md)");
+void add_intervene_option(po::options_description& options, InterveneOption& intervene,
+                          const std::string& runs) {
+  const std::string help =
+      "POINT[:HEAD]=zero|mean|resample|value:FILE.h5#DATASET|project-out:FILE.h5#DATASET|"
+      "keep:FILE.h5#DATASET, or PARAM=value:FILE.h5#DATASET: change a hook point's activation "
+      "(or one head's slice), or replace a parameter, in " +
+      runs + "; repeatable, applied in order (docs/hooks.md)";
+  options.add_options()("intervene", po::value(&intervene.specs)->composing(), help.c_str());
 }
 
 int parse_interventions(const std::string& command, InterveneOption& intervene,
@@ -29,16 +31,27 @@ int parse_interventions(const std::string& command, InterveneOption& intervene,
   return -1;
 }
 
-int intervention_hooks(const std::string& command, const InterveneOption& intervene,
-                       const nn::SequenceModel& model, const nn::SequenceBatch& heldout,
-                       const std::function<void()>& evaluate,
-                       const po::options_description& options, std::vector<nn::Hook>& hooks) {
+int apply_interventions(const std::string& command, const InterveneOption& intervene,
+                        const interp::HeldOutEvaluation<train::Metrics>& set,
+                        const po::options_description& options,
+                        std::optional<interp::AppliedInterventions>& applied) {
+  if (intervene.interventions.empty()) return -1;
   try {
-    hooks = interp::intervention_hooks(model, heldout, intervene.interventions, evaluate);
+    applied.emplace(set.model, set.heldout, intervene.interventions, [&] { set.evaluate(); });
   } catch (const ConfigError& e) {
     return usage_error(command, e.what(), options);
   }
   return -1;
+}
+
+int apply_interventions(const std::string& command, const InterveneOption& intervene,
+                        const train::TrainedModel& trained, const po::options_description& options,
+                        std::optional<interp::AppliedInterventions>& applied) {
+  if (intervene.interventions.empty()) return -1;
+  const std::unique_ptr<train::Trainer> trainer = train::scoring_trainer(trained);
+  const interp::HeldOutEvaluation<train::Metrics> set{trainer->model(), trainer->heldout(),
+                                                      [&trainer] { return trainer->evaluate(); }};
+  return apply_interventions(command, intervene, set, options, applied);
 }
 
 }  // namespace gradlab::cli

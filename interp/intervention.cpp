@@ -1,5 +1,5 @@
-// Interventions: parsing --intervene specs, reading and orthonormalising their subspaces, and the
-// hooks that apply them (zero and mean through ablate's knock_out).
+// Interventions: the kinds, parsing --intervene specs, and reading their arrays and
+// orthonormalising their subspaces (the hooks that apply them: intervention_hooks.cpp).
 #include "interp/intervention.h"
 
 #include <H5Cpp.h>
@@ -11,11 +11,6 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
-#include "autograd/matmul.h"
-#include "autograd/ops.h"
-#include "autograd/shape_ops.h"
-#include "interp/ablation.h"
-#include "interp/patching.h"
 #include "io/hdf5/file.h"
 #include "io/hdf5/tensors.h"
 
@@ -26,15 +21,12 @@ namespace {
 // no direction (they lie in the span already, up to rounding).
 constexpr double kDependentRow = 1e-10;
 
-// knock_out's head mask runs along axis 2: hook_z, hook_q ([B, T, H, D]), hook_k, hook_v.
-constexpr int64_t kKnockOutHeadAxis = 2;
-
 [[noreturn]] void fail(const std::string& spec, const std::string& what) {
   throw ConfigError("--intervene " + quote(spec) + ": " + what);
 }
 
-// The matrix dataset of file (a path inside it: "group/name"), as float64 values.
-Tensor read_matrix(const std::string& spec, const std::string& file, const std::string& dataset) {
+// The dataset of file (a path inside it: "group/name"), as float64 values.
+Tensor read_array(const std::string& spec, const std::string& file, const std::string& dataset) {
   if (!std::filesystem::is_regular_file(file)) fail(spec, "no such file " + quote(file));
   try {
     io::hdf5::Source source{file, io::hdf5::open_hdf5(file), 0};
@@ -54,10 +46,6 @@ Tensor read_matrix(const std::string& spec, const std::string& file, const std::
     item += "/" + names.back();
     const io::hdf5::StoredTensor stored =
         io::hdf5::open_tensor(source, dataset, item, group, names.back());
-    if (stored.shape.size() != 2) {
-      fail(spec, "dataset " + quote(dataset) + " is " + to_string(stored.shape) +
-                     ", not a matrix [k, C]");
-    }
     return io::hdf5::read_values(file, {stored}).at(0).second.to(DType::Float64);
   } catch (const ConfigError&) {
     throw;
@@ -114,21 +102,24 @@ const InterventionKindRow& kind_named(const std::string& spec, const std::string
   fail(spec, "unknown kind " + quote(name) + " (one of " + names + ")");
 }
 
-// The orthogonal projector onto the span of basis' rows: [C, C], symmetric.
-Tensor projector_of(const Tensor& basis) {
-  return matmul(transpose(basis, 0, 1), basis);
-}
-
 }  // namespace
 
 const std::vector<InterventionKindRow>& intervention_kinds() {
   static const std::vector<InterventionKindRow> rows{
-      {"zero", InterventionKind::zero, false, "the activation (or the head's slice) set to zero"},
-      {"mean", InterventionKind::mean, false,
+      {"zero", InterventionKind::zero, InterventionArgument::none,
+       "the activation (or the head's slice) set to zero"},
+      {"mean", InterventionKind::mean, InterventionArgument::none,
        "set to its mean over the held-out sequences, at each position"},
-      {"project-out", InterventionKind::project_out, true,
+      {"resample", InterventionKind::resample, InterventionArgument::none,
+       "set to what the next held-out sequence puts there: sequence b of a pass takes held-out "
+       "sequence (b + 1) mod N's"},
+      {"value", InterventionKind::value, InterventionArgument::array,
+       "set to the array FILE.h5#DATASET ([T, ...] for every sequence, or [B, T, ...]); a "
+       "parameter replaced by it"},
+      {"project-out", InterventionKind::project_out, InterventionArgument::subspace,
        "x - P x: the subspace spanned by the rows of FILE.h5#DATASET removed"},
-      {"keep", InterventionKind::keep, true, "P x: only that subspace kept"},
+      {"keep", InterventionKind::keep, InterventionArgument::subspace,
+       "P x: only that subspace kept"},
   };
   return rows;
 }
@@ -153,7 +144,7 @@ Intervention parse_intervention(const std::string& spec) {
   const size_t colon = action.find(':');
   const InterventionKindRow& kind = kind_named(spec, action.substr(0, colon));
   out.kind = kind.id;
-  if (!kind.reads_subspace) {
+  if (kind.argument == InterventionArgument::none) {
     if (colon != std::string::npos) fail(spec, std::string(kind.name) + " takes no argument");
     return out;
   }
@@ -162,86 +153,19 @@ Intervention parse_intervention(const std::string& spec) {
   if (hash == std::string::npos || hash == 0 || hash + 1 == source.size()) {
     fail(spec, std::string(kind.name) + " needs FILE.h5#DATASET");
   }
-  const Tensor matrix = read_matrix(spec, source.substr(0, hash), source.substr(hash + 1));
-  out.stored_shape = matrix.shape();
-  out.basis = orthonormal_rows(matrix);
+  const std::string dataset = source.substr(hash + 1);
+  const Tensor stored = read_array(spec, source.substr(0, hash), dataset);
+  out.stored_shape = stored.shape();
+  if (kind.argument == InterventionArgument::array) {
+    out.array = stored;
+    return out;
+  }
+  if (stored.rank() != 2) {
+    fail(spec, "dataset " + quote(dataset) + " is " + to_string(stored.shape()) +
+                   ", not a matrix [k, C]");
+  }
+  out.basis = orthonormal_rows(stored);
   return out;
-}
-
-std::vector<nn::Hook> intervention_hooks(const nn::SequenceModel& model,
-                                         const nn::SequenceBatch& heldout,
-                                         const std::vector<Intervention>& interventions,
-                                         const std::function<void()>& evaluate) {
-  const std::vector<nn::HookPointInfo> points = nn::hook_points(model, heldout);
-  std::vector<std::vector<ModelPart>> parts_of;  // per intervention
-  std::vector<ModelPart> averaged;
-  for (const Intervention& iv : interventions) {
-    std::vector<ModelPart> parts;
-    const std::string caller = "--intervene " + quote(iv.spec);
-    for (const std::string& name : nn::matching_points(points, iv.point, caller)) {
-      const nn::HookPointInfo& info = *std::find_if(points.begin(), points.end(),
-                                                    [&](const auto& p) { return p.name == name; });
-      if (iv.head >= 0) {
-        const int64_t axis = head_axis(info);
-        if (axis < 0) fail(iv.spec, name + " " + info.letters + " has no head axis");
-        if (iv.head >= info.shape[static_cast<size_t>(axis)]) {
-          fail(iv.spec, "head " + std::to_string(iv.head) + " is past " + name + "'s " +
-                            std::to_string(info.shape[static_cast<size_t>(axis)]) + " heads");
-        }
-      }
-      if (iv.basis.defined() && iv.stored_shape.back() != info.shape.back()) {
-        fail(iv.spec, "the subspace is " + to_string(iv.stored_shape) + " but " + name + " is " +
-                          info.letters + " " + to_string(info.shape) +
-                          ": the last axes must match");
-      }
-      parts.push_back({name, iv.head});
-      if (iv.kind == InterventionKind::mean) averaged.push_back({name, -1});
-    }
-    parts_of.push_back(std::move(parts));
-  }
-  const std::map<std::string, Tensor> means =
-      ablation_means(model, heldout, evaluate,
-                     averaged.empty() ? AblationMode::zero : AblationMode::mean, averaged);
-
-  std::vector<nn::Hook> hooks;
-  for (size_t i = 0; i < interventions.size(); ++i) {
-    const Intervention& iv = interventions[i];
-    for (const ModelPart& part : parts_of[i]) {
-      const int64_t axis =
-          iv.head >= 0
-              ? head_axis(*std::find_if(points.begin(), points.end(),
-                                        [&](const auto& p) { return p.name == part.point; }))
-              : -1;
-      if (iv.kind == InterventionKind::zero || iv.kind == InterventionKind::mean) {
-        const AblationMode mode =
-            iv.kind == InterventionKind::zero ? AblationMode::zero : AblationMode::mean;
-        if (axis < 0 || axis == kKnockOutHeadAxis) {
-          for (nn::Hook& hook : knock_out({part}, mode, means)) hooks.push_back(std::move(hook));
-          continue;
-        }
-        // A head on another axis (hook_pattern's H): the same product with a 0/1 mask.
-        const Tensor mean = mode == AblationMode::mean ? means.at(part.point) : Tensor();
-        const int64_t head = iv.head;
-        hooks.push_back({part.point, [axis, head, mean](const Tensor& x, const std::string&) {
-                           const Tensor kept = nn::zero_head(x, axis, head);
-                           return mean.defined() ? kept + (mean - nn::zero_head(mean, axis, head))
-                                                 : kept;
-                         }});
-        continue;
-      }
-      const bool keep = iv.kind == InterventionKind::keep;
-      const Tensor projector = projector_of(iv.basis);
-      const int64_t head = iv.head;
-      hooks.push_back(
-          {part.point, [keep, projector, axis, head](const Tensor& x, const std::string&) {
-             const Tensor kept = matmul(x, projector.to(x.dtype()));  // P x over the last axis
-             const Tensor changed = keep ? kept : x - kept;
-             if (head < 0) return changed;
-             return nn::zero_head(x, axis, head) + (changed - nn::zero_head(changed, axis, head));
-           }});
-    }
-  }
-  return hooks;
 }
 
 }  // namespace gradlab::interp

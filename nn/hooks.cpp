@@ -208,20 +208,13 @@ class HookSession {
       return activation;
     }
     if (!wanted(name)) return activation;
-    Tensor value = activation;
+    Tensor value = previous_ ? previous_->forward_hooks(name, activation) : activation;
     for (size_t i = 0; i < hooks_.size(); ++i) {
       const Hook& hook = hooks_[i];
       if (!hook.filter.matches(name)) continue;
       hook_matched_[i] = true;
       if (hook.direction == HookDirection::Backward) continue;
-      const Tensor replacement = hook.function(value, name);
-      if (!replacement.defined()) continue;
-      if (replacement.shape() != value.shape() || replacement.dtype() != value.dtype()) {
-        throw ShapeError("hook on " + name + ": replacement " + to_string(replacement.shape()) +
-                         " " + dtype_name(replacement.dtype()) + " is not the activation's " +
-                         to_string(value.shape()) + " " + dtype_name(value.dtype()));
-      }
-      value = replacement;
+      value = replaced(hook, name, value);
     }
     const bool cached = cache_ && cache_filter_->matches(name);
     if (cached) {
@@ -246,6 +239,31 @@ class HookSession {
   }
 
  private:
+  // value after this session's forward hooks and those of the sessions it is nested in, outer
+  // first: a scope's hooks (an intervention) stay applied inside an inner session (a cache).
+  Tensor forward_hooks(const std::string& name, const Tensor& activation) {
+    Tensor value = previous_ ? previous_->forward_hooks(name, activation) : activation;
+    if (listed_) return value;
+    for (size_t i = 0; i < hooks_.size(); ++i) {
+      const Hook& hook = hooks_[i];
+      if (hook.direction != HookDirection::Forward || !hook.filter.matches(name)) continue;
+      hook_matched_[i] = true;
+      value = replaced(hook, name, value);
+    }
+    return value;
+  }
+
+  static Tensor replaced(const Hook& hook, const std::string& name, const Tensor& value) {
+    const Tensor replacement = hook.function(value, name);
+    if (!replacement.defined()) return value;
+    if (replacement.shape() != value.shape() || replacement.dtype() != value.dtype()) {
+      throw ShapeError("hook on " + name + ": replacement " + to_string(replacement.shape()) + " " +
+                       dtype_name(replacement.dtype()) + " is not the activation's " +
+                       to_string(value.shape()) + " " + dtype_name(value.dtype()));
+    }
+    return replacement;
+  }
+
   std::string point_name(const Module& owner, const char* point) const {
     const auto it = paths_.find(&owner);
     if (it == paths_.end() || it->second.empty()) return point;
@@ -258,9 +276,17 @@ class HookSession {
     const auto it = wanted_.find(name);
     if (it != wanted_.end()) return it->second;
     met_.push_back(name);
-    bool wanted = cache_filter_ && cache_filter_->matches(name);
+    bool wanted = (cache_filter_ && cache_filter_->matches(name)) ||
+                  (previous_ && previous_->forward_wanted(name));
     for (const Hook& hook : hooks_) wanted = wanted || hook.filter.matches(name);
     return wanted_.emplace(name, wanted).first->second;
+  }
+
+  bool forward_wanted(const std::string& name) const {
+    for (const Hook& hook : hooks_) {
+      if (hook.direction == HookDirection::Forward && hook.filter.matches(name)) return true;
+    }
+    return previous_ && previous_->forward_wanted(name);
   }
 
   static thread_local HookSession* active;

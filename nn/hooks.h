@@ -108,7 +108,9 @@ Tensor run_with_hooks(const SequenceModel& model, const SequenceBatch& batch,
 // for code that runs the model itself, such as an evaluation over a held-out set
 // (train::Trainer::evaluate) with a head knocked out. Throws as run_with_hooks for a filter that
 // matches none of the model's points (listed by a pass over one position of batch: the names
-// do not depend on the lengths). Scopes nest: the innermost applies.
+// do not depend on the lengths). Scopes nest, and an enclosing scope's forward hooks
+// apply inside any inner scope, run_with_hooks or run_with_cache too, before the inner ones: an
+// intervention stays in place while an instrument runs the model.
 class HookScope {
  public:
   HookScope(const SequenceModel& model, const SequenceBatch& batch, std::vector<Hook> hooks);

@@ -167,6 +167,7 @@ class HookedModel:
         self._path = path
         self._scoped_hooks = {"fwd": [], "bwd": []}
         self._hook_points = {}  # name -> HookPoint, made once per point
+        self._open_interventions = 0
 
     # --- what the model is ------------------------------------------------------------------
     @property
@@ -279,12 +280,27 @@ class HookedModel:
             for kind, hooks in added.items():
                 del self._scoped_hooks[kind][len(self._scoped_hooks[kind]) - len(hooks):]
 
+    @contextlib.contextmanager
+    def intervene(self, specs):
+        """`gradlab --intervene`'s interventions, one spec or a list of them in the same language
+        (docs/hooks.md), in force on every run inside the block: hook points' activations
+        changed, parameters replaced. On leaving it (an exception too) the hooks are removed and
+        the parameters hold their loaded values again."""
+        applied = _native.intervene(self._native, [specs] if isinstance(specs, str) else list(specs))
+        self._open_interventions += 1
+        try:
+            yield self
+        finally:
+            self._open_interventions -= 1
+            applied.close()
+
     def generate(self, prompt, max_new_tokens=200, temperature=1.0, top_k=0, seed=0,
                  use_cache=True):
         """Text after prompt (a string, or token ids) as `gradlab sample` writes it."""
         options = _native.SamplingOptions()
         options.tokens, options.temperature, options.top_k = max_new_tokens, temperature, top_k
-        options.seed, options.use_cache = seed, use_cache
+        # An intervention's positions are the window's: the cache runs one new position a pass.
+        options.seed, options.use_cache = seed, use_cache and not self._open_interventions
         text = isinstance(prompt, str)
         ids = self.tokenizer.encode(prompt) if text else [int(t) for t in prompt]
         generated = self._native.generate(ids, options)

@@ -1,5 +1,6 @@
-// `gradlab eval --intervene`: a zeroed head scores what the ablation table's row for that head
-// does, a subspace read from a file changes the metrics, and bad specs are usage errors.
+// --intervene on the command line: eval's zeroed head scores what the ablation table's row for
+// that head does, a subspace read from a file or a resampled point changes the metrics, every
+// command that runs a model runs it intervened on, and bad specs are usage errors.
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +19,11 @@ const std::vector<std::string> kModel = {
     "--length",    "4",  "--symbols", "5",   "--d-model",    "16",
     "--heads",     "2",  "--d-ff",    "16",  "--batch-size", "16",
     "--eval-size", "64", "--steps",   "600", "--eval-every", "50"};
+
+// Two parameters of the toy model: the token embedding [7, 16] and the positions' [9, 16]
+// (checkpoints hold them as /model/NAME).
+constexpr const char* kEmbedding = "embed.token_embedding.weight";
+constexpr const char* kPositions = "embed.position_embedding.weight";
 
 double number_after(const std::string& text, const std::string& label) {
   const size_t at = text.find(label);
@@ -97,8 +103,114 @@ TEST(InterventionCli, BadSpecsAreUsageErrors) {
                      {"no such file"});
   expect_usage_error(eval("blocks.0.attn.hook_z=keep"), "eval", {"needs FILE.h5#DATASET"});
   expect_usage_error(eval("blocks.0.attn.hook_zz=zero"), "eval",
-                     {"matches no hook point", "blocks.0.attn.hook_z"});
+                     {"neither a hook point nor a parameter", "blocks.0.attn.hook_z"});
   expect_usage_error(eval("blocks.0.attn.hook_z:2=zero"), "eval", {"past"});
+}
+
+TEST(InterventionCli, ArraysOfAnotherShapeAreRefusedNamingBothShapes) {
+  const std::string checkpoint = toy_checkpoint(kModel, "decoder");
+  auto eval = [&](const std::string& spec) {
+    return run_gradlab({"eval", "--checkpoint", checkpoint, "--intervene", spec});
+  };
+  // A parameter replaced by an array of another shape: both shapes named.
+  expect_usage_error(
+      eval(std::string(kEmbedding) + "=value:" + checkpoint + "#model/" + kPositions), "eval",
+      {"[9,16]", "[7,16]"});
+  expect_usage_error(
+      eval("blocks.0.hook_resid_pre=value:" + checkpoint + "#model/blocks.0.ln1.weight"), "eval",
+      {"[16]", "[1,8,16]"});
+  // An array of fewer positions than the pass runs: found when the pass runs.
+  expect_runtime_failure(
+      eval("blocks.0.hook_resid_pre=value:" + checkpoint + "#model/" + kEmbedding), "eval",
+      {"[7,16]", "[16,8,16]"});
+}
+
+TEST(InterventionCli, ResampleChangesTheScores) {
+  const std::string checkpoint = toy_checkpoint(kModel, "decoder");
+  const CommandResult intact = run_gradlab({"eval", "--checkpoint", checkpoint});
+  const CommandResult r = run_gradlab(
+      {"eval", "--checkpoint", checkpoint, "--intervene", "blocks.0.hook_resid_pre=resample"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_GT(number_after(r.out, "loss "), number_after(intact.out, "loss ") + 0.1) << r.out;
+}
+
+// What a command prints as it is, with an intervention that changes nothing (a parameter replaced
+// by its own values, read from the checkpoint) and with one that changes the run.
+struct ThreeRuns {
+  CommandResult intact, unchanged, changed;
+};
+
+ThreeRuns three_runs(const std::vector<std::string>& args, const std::string& checkpoint,
+                     const std::string& changing) {
+  ThreeRuns runs;
+  runs.intact = run_gradlab(args);
+  std::vector<std::string> with = args;
+  with.insert(with.end(), {"--intervene", std::string(kEmbedding) + "=value:" + checkpoint +
+                                              "#model/" + kEmbedding});
+  runs.unchanged = run_gradlab(with);
+  with = args;
+  with.insert(with.end(), {"--intervene", changing});
+  runs.changed = run_gradlab(with);
+  for (const CommandResult* r : {&runs.intact, &runs.unchanged, &runs.changed}) {
+    EXPECT_EQ(r->exit_code, 0) << r->describe();
+  }
+  EXPECT_EQ(runs.unchanged.out, runs.intact.out);
+  EXPECT_NE(runs.changed.out, runs.intact.out);
+  return runs;
+}
+
+TEST(InterventionCli, PredictDecodesIntervened) {
+  const std::string checkpoint = toy_checkpoint(kModel, "decoder");
+  const ThreeRuns predict =
+      three_runs({"predict", "--checkpoint", checkpoint, "--input", "1 2 3 4"}, checkpoint,
+                 "blocks.0.hook_resid_pre=zero");
+  EXPECT_TRUE(contains(predict.intact.out, "correct")) << predict.intact.out;
+  EXPECT_TRUE(contains(predict.changed.out, "wrong")) << predict.changed.out;
+}
+
+TEST(InterventionCli, LensReadsTheIntervenedRun) {
+  const std::string checkpoint = toy_checkpoint(kModel, "decoder");
+  three_runs({"lens", "--checkpoint", checkpoint, "--input", "1 2 3 4"}, checkpoint,
+             "blocks.1.attn.hook_z:0=zero");
+}
+
+TEST(InterventionCli, DlaAttributesTheIntervenedRun) {
+  const std::string checkpoint = toy_checkpoint(kModel, "decoder");
+  three_runs({"dla", "--checkpoint", checkpoint, "--input", "1 2 3 4"}, checkpoint,
+             "blocks.1.attn.hook_z:0=zero");
+  three_runs({"dla", "--checkpoint", checkpoint, "--held-out", "8"}, checkpoint,
+             "blocks.1.attn.hook_z:0=mean");
+}
+
+TEST(InterventionCli, PatchIntervenesInTheCleanAndTheCorruptedRuns) {
+  const std::string checkpoint = toy_checkpoint(kModel, "decoder");
+  // Both runs intervened on: the clean and corrupted logit differences both move, and head 0,
+  // zeroed in the clean run as in the corrupted one, brings nothing over when patched.
+  const ThreeRuns patch = three_runs({"patch", "--checkpoint", checkpoint, "--clean", "1 2 3 4",
+                                      "--corrupt", "1 2 5 4", "--names", "blocks.1.attn.hook_z"},
+                                     checkpoint, "blocks.1.attn.hook_z:0=zero");
+  for (const char* label : {"): clean ", "corrupted -"}) {
+    EXPECT_NE(number_after(patch.changed.out, label), number_after(patch.intact.out, label));
+  }
+  EXPECT_NE(number_after(patch.intact.out, "hook_z head 0 "), 0.0) << patch.intact.out;
+  EXPECT_EQ(number_after(patch.changed.out, "hook_z head 0 "), 0.0) << patch.changed.out;
+  const CommandResult help = run_gradlab({"patch", "--help"});
+  EXPECT_TRUE(contains(help.out, "the clean and the corrupted runs alike")) << help.out;
+}
+
+TEST(InterventionCli, SampleRunsIntervened) {
+  const std::string checkpoint = tiny_text_model();
+  const std::vector<std::string> args = {"sample",   "--checkpoint",  checkpoint,
+                                         "--prompt", "the ",          "--tokens",
+                                         "12",       "--temperature", "0"};
+  ThreeRuns runs;
+  runs.intact = run_gradlab(args);
+  std::vector<std::string> with = args;
+  with.insert(with.end(), {"--intervene", "blocks.0.hook_resid_pre=zero"});
+  runs.changed = run_gradlab(with);
+  ASSERT_EQ(runs.intact.exit_code, 0) << runs.intact.describe();
+  ASSERT_EQ(runs.changed.exit_code, 0) << runs.changed.describe();
+  EXPECT_NE(runs.changed.out, runs.intact.out);
 }
 
 }  // namespace test_intervene_cli

@@ -1,12 +1,14 @@
 // Interventions (interp/intervention.h) against what they must equal, in float64: project-out
-// and keep of one subspace add up to the activation, keep of the whole space and of rows that are
-// not orthonormal changes nothing, a zeroed head is ablate's knock-out, and bad specs name what
-// is wrong.
+// and keep of one subspace add up to the activation, keep of the whole space changes nothing, a
+// zeroed head is ablate's knock-out, resample and value put the activations they name, a
+// replaced parameter is restored, and bad specs name what is wrong.
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <stdexcept>
 
 #include "autograd/error.h"
 #include "autograd/ops.h"
@@ -54,13 +56,24 @@ SequenceBatch batch_of(const SequenceModel& m) {
   return m.make_batch(Indices({2, 7}, {1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 0, 4, 5, 6}), 3);
 }
 
-// A matrix [rows, width] written as the dataset `name` of a new HDF5 file.
+// An array of shape dims written as the dataset `name` of a new HDF5 file.
+void write_array(const std::string& path, const std::string& name,
+                 const std::vector<double>& values, const std::vector<hsize_t>& dims) {
+  H5::H5File file(path, H5F_ACC_TRUNC);
+  H5::DataSet set = file.createDataSet(name, H5::PredType::IEEE_F64LE,
+                                       H5::DataSpace(static_cast<int>(dims.size()), dims.data()));
+  set.write(values.data(), H5::PredType::NATIVE_DOUBLE);
+}
+
 void write_matrix(const std::string& path, const std::string& name,
                   const std::vector<double>& values, hsize_t rows, hsize_t width) {
-  H5::H5File file(path, H5F_ACC_TRUNC);
-  const hsize_t dims[2] = {rows, width};
-  H5::DataSet set = file.createDataSet(name, H5::PredType::IEEE_F64LE, H5::DataSpace(2, dims));
-  set.write(values.data(), H5::PredType::NATIVE_DOUBLE);
+  write_array(path, name, values, {rows, width});
+}
+
+// A tensor's values written as the dataset `name` of a new HDF5 file.
+void write_tensor(const std::string& path, const std::string& name, const Tensor& t) {
+  std::vector<hsize_t> dims(t.shape().begin(), t.shape().end());
+  write_array(path, name, t.to_vector(), dims);
 }
 
 // Rows that span a 3-dimensional subspace S of R^12 within e_0, e_1, e_2: not orthonormal, and the
@@ -183,13 +196,140 @@ TEST_F(InterventionTest, BadSpecsSayWhatIsWrong) {
     return std::string("no error");
   };
   const std::string unknown = hooks_error("blocks.0.hook_resid_pro=zero");
-  EXPECT_TRUE(contains(unknown, "matches no hook point")) << unknown;
+  EXPECT_TRUE(contains(unknown, "neither a hook point nor a parameter")) << unknown;
   EXPECT_TRUE(contains(unknown, "blocks.0.hook_resid_pre")) << unknown;
   const std::string wide = hooks_error("blocks.0.attn.hook_z=keep:" + tmp.file("s.h5") + "#s");
   EXPECT_TRUE(contains(wide, "[4,12]")) << wide;
   EXPECT_TRUE(contains(wide, "[1,6,4,3]")) << wide;
   EXPECT_TRUE(contains(hooks_error("blocks.0.attn.hook_z:4=zero"), "past"));
   EXPECT_TRUE(contains(hooks_error("blocks.0.hook_resid_pre:0=zero"), "has no head axis"));
+}
+
+TEST_F(InterventionTest, KeepOfTheWholeSpaceChangesNothing) {
+  std::vector<double> identity(12 * 12, 0.0);
+  for (int i = 0; i < 12; ++i) identity[static_cast<size_t>(i * 13)] = 1.0;
+  write_matrix(tmp.file("all.h5"), "all", identity, 12, 12);
+  EXPECT_LT(max_abs_diff(at_point({spec("keep", "all")}), at_point({})), kTolerance);
+}
+
+TEST_F(InterventionTest, ResampleTakesTheNextHeldOutSequence) {
+  // Held-out set = batch (N = 2): sequence 0 takes sequence 1's activation and 1 takes 0's.
+  const std::vector<Intervention> ours{
+      interp::parse_intervention(std::string(kPoint) + "=resample")};
+  const Tensor intact = at_point({});
+  nn::CacheOptions options;
+  options.hooks = interp::intervention_hooks(*model, batch, ours, [&] { model->loss(batch); });
+  const Tensor resampled = nn::run_with_cache(*model, batch, kPoint, options).at(kPoint);
+  EXPECT_EQ(max_abs_diff(narrow(resampled, 0, 0, 1), narrow(intact, 0, 1, 1)), 0.0);
+  EXPECT_EQ(max_abs_diff(narrow(resampled, 0, 1, 1), narrow(intact, 0, 0, 1)), 0.0);
+  // One shorter sequence (a prompt) takes held-out sequence 1 at its first positions.
+  const SequenceBatch prompt{{}, Indices({1, 4}, {1, 2, 3, 0}), Indices({1, 4}, {2, 3, 0, 4})};
+  const Tensor short_run = nn::run_with_cache(*model, prompt, kPoint, options).at(kPoint);
+  EXPECT_EQ(max_abs_diff(short_run, narrow(narrow(intact, 0, 1, 1), 1, 0, 4)), 0.0);
+}
+
+TEST_F(InterventionTest, ValueSetsTheActivationOrOneHeadToTheStoredArray) {
+  const Tensor intact = at_point({});
+  // [T, C]: the same for both sequences.
+  write_tensor(tmp.file("v.h5"), "v", reshape(narrow(intact, 0, 1, 1), {6, 12}));
+  const Tensor shared = at_point({spec("value", "v")});
+  EXPECT_EQ(max_abs_diff(narrow(shared, 0, 0, 1), narrow(intact, 0, 1, 1)), 0.0);
+  EXPECT_EQ(max_abs_diff(narrow(shared, 0, 1, 1), narrow(intact, 0, 1, 1)), 0.0);
+  // [B, T, C]: one per sequence (here the sequences swapped).
+  write_tensor(tmp.file("vb.h5"), "vb",
+               concat({narrow(intact, 0, 1, 1), narrow(intact, 0, 0, 1)}, 0));
+  const Tensor swapped = at_point({spec("value", "vb")});
+  EXPECT_EQ(max_abs_diff(narrow(swapped, 0, 0, 1), narrow(intact, 0, 1, 1)), 0.0);
+  // One head of hook_z [B, T, H, D]: the array is the head's slice [T, D]; the others stay.
+  const std::string z = "blocks.0.attn.hook_z";
+  write_tensor(tmp.file("h.h5"), "h", Tensor::full({6, 3}, 0.25, DType::Float64));
+  const Tensor z_intact = nn::run_with_cache(*model, batch, z).at(z);
+  nn::CacheOptions options;
+  options.hooks = interp::intervention_hooks(
+      *model, batch, {interp::parse_intervention(z + ":2=value:" + tmp.file("h.h5") + "#h")},
+      [] {});
+  const Tensor z_set = nn::run_with_cache(*model, batch, z, options).at(z);
+  EXPECT_EQ(max_abs_diff(narrow(z_set, 2, 2, 1), Tensor::full({2, 6, 1, 3}, 0.25, DType::Float64)),
+            0.0);
+  EXPECT_EQ(max_abs_diff(narrow(z_set, 2, 0, 2), narrow(z_intact, 2, 0, 2)), 0.0);
+  EXPECT_EQ(max_abs_diff(narrow(z_set, 2, 3, 1), narrow(z_intact, 2, 3, 1)), 0.0);
+  // A shape that fits neither form: both shapes named.
+  write_tensor(tmp.file("bad.h5"), "bad", Tensor::zeros({6, 5}, DType::Float64));
+  try {
+    interp::intervention_hooks(*model, batch, {interp::parse_intervention(spec("value", "bad"))},
+                               [] {});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(contains(e.what(), "[6,5]")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "[1,6,12]")) << e.what();
+  }
+}
+
+// Every parameter's values, by name.
+std::map<std::string, std::vector<double>> parameter_values(const SequenceModel& m) {
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& [name, tensor] : m.named_parameters()) out[name] = tensor.to_vector();
+  return out;
+}
+
+TEST_F(InterventionTest, AParameterIsReplacedForTheScopeAndRestoredAfterItEvenOnAnError) {
+  // The token embedding: every logit depends on it.
+  const auto [name, weight] = model->named_parameters().front();
+  const auto loaded = parameter_values(*model);
+  const Tensor intact = nn::run_with_hooks(*model, batch, {});
+  const Tensor half = weight.clone() * 0.5;
+  write_tensor(tmp.file("w.h5"), "w", half);
+  const std::vector<Intervention> ours{
+      interp::parse_intervention(name + "=value:" + tmp.file("w.h5") + "#w")};
+  {
+    interp::AppliedInterventions applied(*model, batch, ours, [] {});
+    EXPECT_EQ(max_abs_diff(model->parameter(name), half), 0.0);
+    EXPECT_GT(max_abs_diff(nn::run_with_hooks(*model, batch, {}), intact), 1e-6);
+  }
+  EXPECT_EQ(parameter_values(*model), loaded);
+  EXPECT_EQ(max_abs_diff(nn::run_with_hooks(*model, batch, {}), intact), 0.0);
+  // An error inside the scope, and one while applying (the parameter replaced before a bad
+  // point's error), leave the loaded values.
+  EXPECT_THROW(
+      {
+        interp::AppliedInterventions applied(*model, batch, ours, [] {});
+        throw std::runtime_error("the run failed");
+      },
+      std::runtime_error);
+  EXPECT_EQ(parameter_values(*model), loaded);
+  std::vector<Intervention> with_bad_point = ours;
+  with_bad_point.push_back(interp::parse_intervention("blocks.0.hook_resid_pro=zero"));
+  EXPECT_THROW(interp::AppliedInterventions(*model, batch, with_bad_point, [] {}), ConfigError);
+  EXPECT_EQ(parameter_values(*model), loaded);
+}
+
+TEST_F(InterventionTest, ParameterErrorsNameWhatIsWrong) {
+  const auto [name, weight] = model->named_parameters().back();
+  write_tensor(tmp.file("w.h5"), "w", Tensor::zeros({3, 2}, DType::Float64));
+  auto error_of = [&](const std::string& spec) {
+    try {
+      interp::AppliedInterventions applied(*model, batch, {interp::parse_intervention(spec)},
+                                           [] {});
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string shape = error_of(name + "=value:" + tmp.file("w.h5") + "#w");
+  EXPECT_TRUE(contains(shape, "[3,2]")) << shape;
+  EXPECT_TRUE(contains(shape, to_string(weight.shape()))) << shape;
+  EXPECT_TRUE(contains(error_of(name + "=zero"), "only value:FILE.h5#DATASET")) << name;
+  EXPECT_TRUE(contains(error_of(name + ":0=value:" + tmp.file("w.h5") + "#w"), "no heads"));
+  const std::string neither = error_of(name + "x=zero");
+  EXPECT_TRUE(contains(neither, "neither a hook point nor a parameter")) << neither;
+  EXPECT_TRUE(contains(neither, name)) << neither;
+}
+
+TEST_F(InterventionTest, AnAppliedInterventionStaysInsideAnInstrumentsOwnCache) {
+  const std::vector<Intervention> ours{interp::parse_intervention(std::string(kPoint) + "=zero")};
+  interp::AppliedInterventions applied(*model, batch, ours, [] {});
+  const Tensor cached = nn::run_with_cache(*model, batch, kPoint).at(kPoint);
+  EXPECT_EQ(max_abs_diff(cached, Tensor::zeros(cached.shape(), cached.dtype())), 0.0);
 }
 
 }  // namespace test_intervention

@@ -1,7 +1,11 @@
 // Path patching (interp/path_patching.h): a sender patched into every later input equals
-// activation patching of that sender, a path to nothing that differs scores 0, and bad specs
+// activation patching of that sender, a planted induction circuit runs through the keys alone,
+// prompts that do not differ score the corrupted run, and bad specs
 // are one-line errors naming the spec.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
 
 #include "autograd/error.h"
 #include "interp/patching.h"
@@ -77,6 +81,80 @@ TEST(PathPatching, IdenticalPromptsLeaveTheCorruptedRunExactly) {
   const PathPatchResult same =
       patch_path(*model, clean, corrupt, parse_path("0.1, 1.mlp -> logits", points), metric);
   EXPECT_EQ(same.patched, same.corrupt);
+}
+
+// A two-layer attention-only model with a planted circuit (V = 6 tokens, 6 positions, C = 18,
+// H = 2, D = 9; no norm, no biases): head 0.0 attends to the previous position and writes its
+// token into a "previous token" subspace; head 1.1 attends from the current token to the position
+// whose previous token it is, and copies that position's token to the logits. The other heads
+// are zero. Scores of 10^2 / sqrt(9) make both patterns one-hot to exp(-33).
+std::shared_ptr<SequenceModel> planted_induction() {
+  constexpr int64_t V = 6, P = 6, D = 9, previous = V + P;  // the subspaces' offsets
+  std::shared_ptr<SequenceModel> model =
+      make_sequence_model("decoder", {.vocab_size = V,
+                                      .max_len = P,
+                                      .d_model = 18,
+                                      .num_layers = 2,
+                                      .bias = false,
+                                      .attention = {.num_heads = 2},
+                                      .norm = {.kind = kNoNorm},
+                                      .feed_forward = {.d_ff = 0}});
+  model->to(DType::Float64);
+  model->eval();
+  std::map<std::string, Tensor> parameters;
+  for (auto& [name, value] : model->named_parameters()) {
+    std::fill_n(value.mutable_data<double>(), value.numel(), 0.0);
+    parameters.emplace(name, value);
+  }
+  // weight[row, column] of a [rows, 18] or [V, 18] matrix.
+  const auto set = [&](const std::string& name, int64_t row, int64_t column, double value) {
+    Tensor& t = parameters.at(name);
+    t.mutable_data<double>()[row * t.size(1) + column] = value;
+  };
+  const double s = 10;
+  for (int64_t t = 0; t < V; ++t) {
+    set("embed.token_embedding.weight", t, t, 1);
+    set("head.weight", t, t, 1);
+    set("blocks.0.attn.v_proj.weight", t, t, 1);                 // head 0 reads the token
+    set("blocks.0.attn.out_proj.weight", previous + t, t, 1);    // and writes it as previous
+    set("blocks.1.attn.q_proj.weight", D + t, t, s);             // head 1 asks for its token
+    set("blocks.1.attn.k_proj.weight", D + t, previous + t, s);  // among previous tokens
+    set("blocks.1.attn.v_proj.weight", D + t, t, 1);
+    set("blocks.1.attn.out_proj.weight", t, D + t, 10);
+  }
+  for (int64_t p = 0; p < P; ++p) {
+    set("embed.position_embedding.weight", p, V + p, 1);
+    set("blocks.0.attn.q_proj.weight", p, V + p, s);  // position p asks for p - 1
+    if (p + 1 < D) set("blocks.0.attn.k_proj.weight", p + 1, V + p, s);
+  }
+  return model;
+}
+
+// Token 1 of the logits minus token 3 at the last position: the clean prompt's answer (1)
+// against the corrupted prompt's changed token (3).
+double induction_metric(const Tensor& logits) {
+  const std::vector<double> v = logits.to_vector();
+  const int64_t T = logits.size(1), V = logits.size(2);
+  return v[(T - 1) * V + 1] - v[(T - 1) * V + 3];
+}
+
+TEST(PathPatching, APlantedInductionCircuitRunsThroughTheKeys) {
+  const auto model = planted_induction();
+  // "S A B C A": the last A's induction head finds B after the earlier A. The corrupted prompt
+  // changes that A to D, so that no previous token matches and the head attends evenly.
+  const SequenceBatch clean = model->make_batch(Indices({1, 6}, {5, 0, 1, 2, 0, 1}), 2);
+  const SequenceBatch corrupt = model->make_batch(Indices({1, 6}, {5, 3, 1, 2, 0, 1}), 2);
+  const std::vector<HookPointInfo> points = hook_points(*model, corrupt);
+  const auto score = [&](const std::string& spec) {
+    return patch_path(*model, clean, corrupt, parse_path(spec, points), induction_metric);
+  };
+  const PathPatchResult keys = score("0.0 -> 1.1.k");
+  EXPECT_NEAR(keys.clean, 10, 1e-9);
+  EXPECT_NEAR(keys.corrupt, 0, 1e-9);
+  EXPECT_NEAR(keys.score(), 1, 1e-9);
+  EXPECT_NEAR(score("0.0 -> 1.1.q").score(), 0, 1e-12);
+  EXPECT_NEAR(score("0.0 -> 1.1.v").score(), 0, 1e-12);
+  EXPECT_NEAR(score("0.1 -> 1.1.k").score(), 0, 1e-12);  // the zero head carries nothing
 }
 
 TEST(PathPatching, BadSpecsAreOneLineErrorsNamingTheSpec) {

@@ -55,7 +55,8 @@ bool is_number(const std::string& text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), ::isdigit);
 }
 
-// Whether component (layer, is an MLP) writes before the receiver reads.
+// Whether the sender writes to the stream before the receiver reads it (a layer's heads come
+// before its MLP).
 bool before(const PathSender& sender, const PathReceiver& receiver) {
   if (receiver.input == PathInput::Logits) return true;
   if (receiver.input == PathInput::Mlp) {

@@ -1,7 +1,7 @@
 // Path patching (interp/path_patching.h): a sender patched into every later input equals
 // activation patching of that sender, a planted induction circuit runs through the keys alone,
-// prompts that do not differ score the corrupted run, and bad specs
-// are one-line errors naming the spec.
+// prompts that do not differ score the corrupted run, and bad specs are one-line errors naming
+// the spec.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -14,6 +14,7 @@
 #include "cli/options.h"
 #include "interp/files/patching_file.h"
 #include "interp/patching.h"
+#include "interp/path_patching.h"
 
 namespace gradlab::cli {
 namespace {
@@ -29,6 +30,7 @@ struct PatchArgs {
   std::string clean, corrupt;
   std::vector<std::string> names;
   bool per_position = false;
+  std::string path;
   InterveneOption intervene;
 };
 
@@ -46,7 +48,11 @@ PatchArgs::PatchArgs() {
       "hook points to patch: names or globs; default '*hook_resid_pre' '*hook_attn_out' "
       "'*hook_mlp_out' (those the model has); a point with heads (hook_z, hook_q, ...) is patched "
       "head by head")("per-position", po::bool_switch(&per_position),
-                      "patch one position at a time (a point's first position axis)");
+                      "patch one position at a time (a point's first position axis)")(
+      "path", po::value(&path),
+      "path patching instead: 'SENDERS -> RECEIVERS', senders heads LAYER.HEAD or LAYER.mlp, "
+      "receivers LAYER.HEAD.q|k|v, LAYER.HEAD (all three), LAYER.mlp or logits, each side "
+      "comma-separated (docs/circuits.md)");
   add_intervene_option(checkpoint.options, intervene,
                        "the clean and the corrupted runs alike, patched or not");
   add_output_options(checkpoint,
@@ -140,6 +146,42 @@ void print_results(const interp::PatchingResults& r, const PromptedRun& run) {
   }
 }
 
+// --path: the one score of the path from the senders to the receivers, the rest of the
+// command's output as for activation patching (--out writes one row, the path).
+int run_path_patch(PatchArgs& a, nn::SequenceModel& model, interp::PatchingResults& results,
+                   const LogitDifference& metric) {
+  CheckpointArgs& c = a.checkpoint;
+  if (!a.names.empty() || a.per_position) {
+    return usage_error("patch", "--path patches a path: it takes no --names nor --per-position",
+                       c.options);
+  }
+  interp::PathPatchResult path;
+  try {
+    const interp::PathSpec spec =
+        interp::parse_path(a.path, nn::hook_points(model, results.corrupt));
+    nn::EvalScope eval(model);
+    path = interp::patch_path(model, results.clean, results.corrupt, spec, metric);
+  } catch (const ConfigError& e) {
+    return usage_error("patch", e.what(), c.options);
+  }
+  results.clean_difference = path.clean;
+  results.corrupt_difference = path.corrupt;
+  results.rows = {"path " + a.path};
+  results.row_axes = {""};
+  results.scores = {{path.score()}};
+  std::printf(
+      "logit difference (clean answer's logit minus the corrupted answer's, summed over the %zu "
+      "answer positions where they differ): clean %.4f, corrupted %.4f\npath %s, the senders' "
+      "clean outputs reaching the receivers alone (0: the corrupted run, 1: the clean run): "
+      "%.3f\n",
+      metric.positions.size(), path.clean, path.corrupt, a.path.c_str(), path.score());
+  if (!c.out.empty()) {
+    interp::write_patching_file(c.out, results);
+    std::printf("wrote the path's score to %s\n", c.out.c_str());
+  }
+  return kExitOk;
+}
+
 int run_patch(PatchArgs& a) {
   CheckpointArgs& c = a.checkpoint;
   const train::TrainedModel loaded = load_trained(c);
@@ -178,6 +220,7 @@ int run_patch(PatchArgs& a) {
                            "): the corrupted prompt must change the answer",
                        c.options);
   }
+  if (!a.path.empty()) return run_path_patch(a, model, results, metric);
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, results.corrupt);
   std::vector<std::string> patterns = a.names;
   if (patterns.empty()) {

@@ -60,12 +60,23 @@ AttentionOutput MultiHeadAttention::attend_composed(const Tensor& query, const T
                                                     AttentionTrace* trace) const {
   const int64_t B = query.size(0), Tq = query.size(1), Tk = key_value.size(1);
   const int64_t H = num_heads_, KV = num_kv_heads_, D = head_dim_;
+  // Project first: each head reads its own learned subspace of X, not a slice of X.
+  return attend_projected(reshape(q_proj->forward(query), {B, Tq, H, D}),
+                          reshape(k_proj->forward(key_value), {B, Tk, KV, D}),
+                          reshape(v_proj->forward(key_value), {B, Tk, KV, D}), masks, trace);
+}
 
-  // Project first: each head reads its own learned subspace of X, not a slice of X. The hook
-  // points see each head's slice: [B, T, heads, D].
-  const Tensor q = hook_point(*this, "hook_q", reshape(q_proj->forward(query), {B, Tq, H, D}));
-  const Tensor k = hook_point(*this, "hook_k", reshape(k_proj->forward(key_value), {B, Tk, KV, D}));
-  const Tensor v = hook_point(*this, "hook_v", reshape(v_proj->forward(key_value), {B, Tk, KV, D}));
+AttentionOutput MultiHeadAttention::attend_projected(const Tensor& q_projected,
+                                                     const Tensor& k_projected,
+                                                     const Tensor& v_projected,
+                                                     const AttentionMasks& masks,
+                                                     AttentionTrace* trace) const {
+  const int64_t B = q_projected.size(0), Tq = q_projected.size(1), Tk = k_projected.size(1);
+  const int64_t H = num_heads_, KV = num_kv_heads_, D = head_dim_;
+  // The hook points see each head's slice: [B, T, heads, D].
+  const Tensor q = hook_point(*this, "hook_q", q_projected);
+  const Tensor k = hook_point(*this, "hook_k", k_projected);
+  const Tensor v = hook_point(*this, "hook_v", v_projected);
 
   // Move the heads beside the batch axis.
   const Tensor q_heads = transpose(q, 1, 2);  // [B, H, Tq, D]
@@ -122,6 +133,16 @@ Tensor MultiHeadAttention::sum_of_head_results(const Tensor& z) const {
 }
 
 namespace {
+
+// x [B, T, N, C], each of N heads' own input, through that head's D rows of proj ([N*D, C]
+// weight): [B, T, N, D].
+Tensor project_per_head(const Linear& proj, const Tensor& x) {
+  const int64_t N = x.size(2), C = x.size(3), D = proj.weight.size(0) / N;
+  const Tensor weights =
+      reshape(transpose(reshape(proj.weight, {N, D, C}), 1, 2), {1, N, C, D});    // [1, N, C, D]
+  const Tensor projected = transpose(matmul(transpose(x, 1, 2), weights), 1, 2);  // [B, T, N, D]
+  return proj.bias.defined() ? projected + reshape(proj.bias, {N, D}) : projected;
+}
 
 void check_inputs(const Tensor& query, const Tensor& key_value, int64_t d_model) {
   for (const Tensor* t : {&query, &key_value}) {
@@ -196,6 +217,28 @@ Tensor MultiHeadAttention::forward_incremental(const Tensor& x, KVCache& cache) 
               -1);                                                            // [B, H, Tn, T]
   const Tensor heads = per_head_matmul(weights, cache.values);                // [B, H, Tn, D]
   return out_proj->forward(reshape(transpose(heads, 1, 2), {B, Tn, H * D}));  // [B, Tn, C]
+}
+
+AttentionOutput MultiHeadAttention::forward_split(const Tensor& q_input, const Tensor& k_input,
+                                                  const Tensor& v_input,
+                                                  const AttentionMasks& masks) const {
+  // [B, T, heads, C] with the batch of q_input and, for the keys and values, k_input's T.
+  const auto fits = [&](const Tensor& input, int64_t heads, const Tensor& same_length) {
+    return input.rank() == 4 && same_length.rank() == 4 && input.size(0) == q_input.size(0) &&
+           input.size(1) == same_length.size(1) && input.size(2) == heads &&
+           input.size(3) == d_model_;
+  };
+  if (!fits(q_input, num_heads_, q_input) || !fits(k_input, num_kv_heads_, k_input) ||
+      !fits(v_input, num_kv_heads_, k_input)) {
+    throw ShapeError("MultiHeadAttention: split inputs q " + to_string(q_input.shape()) + ", k " +
+                     to_string(k_input.shape()) + ", v " + to_string(v_input.shape()) +
+                     " are not [B, Tq, H, C], [B, Tk, KV, C], [B, Tk, KV, C] with H = " +
+                     std::to_string(num_heads_) + ", KV = " + std::to_string(num_kv_heads_) +
+                     ", C = " + std::to_string(d_model_));
+  }
+  check_masks(masks, {q_input.size(0), num_heads_, q_input.size(1), k_input.size(1)});
+  return attend_projected(project_per_head(*q_proj, q_input), project_per_head(*k_proj, k_input),
+                          project_per_head(*v_proj, v_input), masks, nullptr);
 }
 
 AttentionOutput MultiHeadAttention::attend(const Tensor& query, const Tensor& key_value,

@@ -102,6 +102,14 @@ class MultiHeadAttention : public Module {
                                        const AttentionMasks& masks = {},
                                        AttentionTrace* trace = nullptr) const;
 
+  // Attention whose heads read inputs of their own (a block's split inputs, already normalised):
+  // q_input [B, Tq, H, C], k_input and v_input [B, Tk, KV, C]. Head h's query is its copy times
+  // its own rows of W_Q (K/V head g's keys and values likewise), so that editing one copy moves
+  // that head alone. The composed path, whose points all fire; equal to forward() when every
+  // copy is the same [B, T, C] input.
+  AttentionOutput forward_split(const Tensor& q_input, const Tensor& k_input, const Tensor& v_input,
+                                const AttentionMasks& masks = {}) const;
+
   // Causal self-attention of new tokens x [B, Tn, C], which follow the cache.length() tokens in
   // `cache`, over those and themselves; appends the new tokens' keys and values to the cache.
   // The result is what forward(whole sequence, causal) gives at the new positions, at the cost
@@ -119,6 +127,9 @@ class MultiHeadAttention : public Module {
   // The tutorial's steps, one op each.
   AttentionOutput attend_composed(const Tensor& query, const Tensor& key_value,
                                   const AttentionMasks& masks, AttentionTrace* trace) const;
+  // The tutorial's steps from the per-head projections q [B, Tq, H, D], k, v [B, Tk, KV, D] on.
+  AttentionOutput attend_projected(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const AttentionMasks& masks, AttentionTrace* trace) const;
   // Checks the inputs and masks, then picks a path; without need_weights the fused kernel may
   // leave the weights out.
   AttentionOutput attend(const Tensor& query, const Tensor& key_value, const AttentionMasks& masks,

@@ -201,6 +201,16 @@ class HookSession {
     return listed_ || wanted(point_name(owner, point));
   }
 
+  // A hook may replace the value or the gradient there, or the cache reads its gradient: the
+  // model must then use the point's own tensor. Never while listing.
+  bool replaced(const Module& owner, const char* point) {
+    if (listed_ || !wanted(owner, point)) return false;
+    const std::string name = point_name(owner, point);
+    if (gradients_ && cache_filter_ && cache_filter_->matches(name)) return true;
+    return std::any_of(hooks_.begin(), hooks_.end(),
+                       [&](const Hook& hook) { return hook.filter.matches(name); });
+  }
+
   Tensor apply(const Module& owner, const char* point, const Tensor& activation) {
     const std::string name = point_name(owner, point);
     if (listed_) {
@@ -320,6 +330,11 @@ Tensor hook_point(const Module& owner, const char* point, const Tensor& activati
 bool hook_wanted(const Module& owner, const char* point) {
   HookSession* session = HookSession::current();
   return session && session->wanted(owner, point);
+}
+
+bool hook_replaced(const Module& owner, const char* point) {
+  HookSession* session = HookSession::current();
+  return session && session->replaced(owner, point);
 }
 
 std::vector<std::string> matching_points(const std::vector<HookPointInfo>& points,

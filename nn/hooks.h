@@ -174,6 +174,10 @@ Tensor hook_point(const Module& owner, const char* point, const Tensor& activati
 // Whether a hook or the cache reads owner's point: for points that cost work only when read
 // (hook_result) and for choosing the composed attention path.
 bool hook_wanted(const Module& owner, const char* point);
+// Whether a hook (forward or backward) matches owner's point, or the cache reads its gradient:
+// for points whose value costs a path of its own only when something may change it or read its
+// gradient (a block's split inputs); a cache of values alone records a copy of what passes.
+bool hook_replaced(const Module& owner, const char* point);
 
 // Whether hooks or a cache apply to forward passes on the calling thread (run_with_hooks,
 // run_with_cache, a HookScope): a cheap check. They apply on that thread alone, so code that

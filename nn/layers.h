@@ -46,6 +46,9 @@ class Sublayer : public Module {
 class Norm : public Module {
  public:
   Tensor forward(const Tensor& x) const;  // [..., C] -> [..., C]
+  // The same without the hook point: for a block's per-head copies of the stream, which are not
+  // the [B, T, C] hook_normalized.
+  Tensor normalize_copies(const Tensor& x) const { return normalize(x); }
 
  protected:
   virtual Tensor normalize(const Tensor& x) const = 0;

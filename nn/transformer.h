@@ -51,10 +51,28 @@ class TransformerBlock : public Module {
   std::shared_ptr<Sublayer> ffn;  // null when d_ff = 0
 
  private:
-  // h plus body of the sublayer, with its norm (if any) before (pre-LN) or after (post-LN); the
-  // sublayer's output (after dropout, before the sum) is the hook point out_point.
+  // The points of an attention sublayer's split inputs (nn/hook_points.h); attn_in null: none.
+  struct SplitPoints {
+    const char* attn_in;
+    const char* q;
+    const char* k;
+    const char* v;
+  };
+  // h plus the sublayer's body(h), with norm after the sum in a post-norm block; the body's
+  // output (after dropout, before the sum) is the hook point out_point. The body applies the
+  // pre-norm itself (pre_normalized), so that split inputs are taken before it.
   Tensor sublayer(const Tensor& h, const Norm* norm, const char* name, const char* out_point,
                   const std::function<Tensor(const Tensor&)>& body) const;
+  // x through norm in a pre-norm block; x itself in a post-norm block or without the norm.
+  Tensor pre_normalized(const Norm* norm, const Tensor& x) const;
+  // The attention sublayer's body: attention of stream over itself (memory undefined) or over
+  // memory. When a hook replaces one of the split inputs (or a cache reads its gradient), each
+  // head reads a copy of its own, taken before the pre-norm and normalised on its own
+  // (MultiHeadAttention::forward_split); when they are only cached, the copies are recorded and
+  // the attention runs as without hooks. Keeps the weights in *weights when given.
+  Tensor attention_body(const MultiHeadAttention& attention, const Norm* norm,
+                        const SplitPoints& points, const Tensor& stream, const Tensor& memory,
+                        const AttentionMasks& masks, Tensor* weights) const;
   // h, then the feed-forward sublayer when the block has one.
   Tensor feed_forward(const Tensor& h) const;
 

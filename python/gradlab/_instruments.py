@@ -1,5 +1,5 @@
 """The instruments of gradlab's interp/ as functions: head scores, the logit lens, ablation,
-activation patching; and reading the datasets of the files gradlab's commands write."""
+activation and path patching; and reading the datasets of the files gradlab's commands write."""
 
 import functools
 import os
@@ -33,6 +33,14 @@ def patch(model, clean, corrupt, names_filter, metric, per_position=False, sourc
     names = functools.partial(_native.hook_point_names, model._native)
     return _native.patch(model._native, clean, corrupt, source_clean, source_corrupt,
                          _filters.patterns(names_filter, names), per_position, metric)
+
+
+def patch_path(model, clean, corrupt, path, metric):
+    """Path patching, as `gradlab patch --path`: metric(logits) of the clean run, the corrupted
+    run and the corrupted run in which the senders' clean outputs reach only the receivers
+    ('0.3, 0.mlp -> 1.2.k, 1.mlp, logits'; docs/circuits.md), with score = (patched - corrupt) /
+    (clean - corrupt) and the parsed senders and receivers."""
+    return _native.patch_path(model._native, clean, corrupt, path, metric)
 
 
 def read_dataset(path, name):

@@ -11,6 +11,7 @@
 #include "interp/head_scores.h"
 #include "interp/logit_lens.h"
 #include "interp/patching.h"
+#include "interp/path_patching.h"
 #include "python/src/bindings.h"
 #include "train/trainer.h"
 
@@ -229,6 +230,36 @@ void bind_instruments(py::module_& m) {
       },
       py::arg("model"), py::arg("clean"), py::arg("corrupt"), py::arg("source_clean"),
       py::arg("source_corrupt"), py::arg("patterns"), py::arg("per_position"), py::arg("metric"));
+
+  m.def(
+      "patch_path",
+      [](Checkpoint& c, const py::handle& clean, const py::handle& corrupt, const std::string& spec,
+         py::function metric) {
+        const nn::SequenceBatch a = make_batch(c, clean, py::none(), py::none());
+        const nn::SequenceBatch b = make_batch(c, corrupt, py::none(), py::none());
+        const interp::PathSpec path = interp::parse_path(spec, c.points());
+        c.mark_parameters_written();
+        interp::PathPatchResult result;
+        {
+          py::gil_scoped_release release;
+          result = interp::patch_path(*c.model, a, b, path, [&](const Tensor& logits) {
+            py::gil_scoped_acquire gil;
+            return metric(to_numpy(logits)).cast<double>();
+          });
+        }
+        py::list senders, receivers;
+        for (const interp::PathSender& s : path.senders) senders.append(interp::path_name(s));
+        for (const interp::PathReceiver& r : path.receivers) receivers.append(interp::path_name(r));
+        py::dict out;
+        out["clean"] = result.clean;
+        out["corrupt"] = result.corrupt;
+        out["patched"] = result.patched;
+        out["score"] = result.score();
+        out["senders"] = senders;
+        out["receivers"] = receivers;
+        return out;
+      },
+      py::arg("model"), py::arg("clean"), py::arg("corrupt"), py::arg("path"), py::arg("metric"));
 
   m.def(
       "read_dataset",

@@ -67,7 +67,7 @@ std::string letters_of(const H5::H5File& file, const std::string& name) {
 TEST_F(HooksCliTest, HooksListsThePointsWithTheirShapes) {
   CommandResult r = run_gradlab({"hooks", "--checkpoint", checkpoint("decoder")});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_TRUE(contains(r.out, "36 hook points")) << r.out;
+  EXPECT_TRUE(contains(r.out, "46 hook points")) << r.out;
   // H = 4, KV = 2, D = 4, F = 16, V = 5 (3 symbols, the separator and padding).
   EXPECT_TRUE(contains(r.out, "blocks.1.attn.hook_k          [B, Tk, KV, D]   [B, Tk, 2, 4]"))
       << r.out;

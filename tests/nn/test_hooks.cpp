@@ -63,10 +63,12 @@ TEST(HookPoints, DecoderListsEveryPointInForwardOrder) {
   std::vector<std::string> want{"embed.hook_token", "embed.hook_position"};
   for (const std::string block : {"blocks.0.", "blocks.1."}) {
     for (const char* point :
-         {"hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k", "attn.hook_v",
-          "attn.hook_scores", "attn.hook_pattern", "attn.hook_z", "attn.hook_result",
-          "hook_attn_out", "hook_resid_mid", "ln2.hook_normalized", "ffn.hook_pre", "ffn.hook_post",
-          "hook_mlp_out", "hook_resid_post"}) {
+         {"hook_resid_pre",      "hook_attn_in",        "hook_q_input",      "hook_k_input",
+          "hook_v_input",        "ln1.hook_normalized", "attn.hook_q",       "attn.hook_k",
+          "attn.hook_v",         "attn.hook_scores",    "attn.hook_pattern", "attn.hook_z",
+          "attn.hook_result",    "hook_attn_out",       "hook_resid_mid",    "hook_mlp_in",
+          "ln2.hook_normalized", "ffn.hook_pre",        "ffn.hook_post",     "hook_mlp_out",
+          "hook_resid_post"}) {
       want.push_back(block + point);
     }
   }
@@ -75,10 +77,11 @@ TEST(HookPoints, DecoderListsEveryPointInForwardOrder) {
   EXPECT_EQ(names_of(points), want);
   for (const HookPointInfo& point : points) EXPECT_FALSE(point.letters.empty()) << point.name;
   // B = 1, T = 5, H = 3, D = 4, C = 12, F = 20, V = 7.
-  EXPECT_EQ(points[4].shape, (Shape{1, 5, 3, 4}));    // hook_q [B, Tq, H, D]
-  EXPECT_EQ(points[7].shape, (Shape{1, 3, 5, 5}));    // hook_scores [B, H, Tq, Tk]
-  EXPECT_EQ(points[10].shape, (Shape{1, 5, 3, 12}));  // hook_result [B, Tq, H, C]
-  EXPECT_EQ(points[14].shape, (Shape{1, 5, 20}));     // hook_pre [B, T, F]
+  EXPECT_EQ(points[3].shape, (Shape{1, 5, 3, 12}));   // hook_attn_in [B, T, H, C]
+  EXPECT_EQ(points[8].shape, (Shape{1, 5, 3, 4}));    // hook_q [B, Tq, H, D]
+  EXPECT_EQ(points[11].shape, (Shape{1, 3, 5, 5}));   // hook_scores [B, H, Tq, Tk]
+  EXPECT_EQ(points[14].shape, (Shape{1, 5, 3, 12}));  // hook_result [B, Tq, H, C]
+  EXPECT_EQ(points[19].shape, (Shape{1, 5, 20}));     // hook_pre [B, T, F]
   EXPECT_EQ(points.back().shape, (Shape{1, 5, 7}));   // hook_logits [B, T, V]
   EXPECT_FALSE(hooks_running());
 }

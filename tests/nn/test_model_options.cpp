@@ -165,18 +165,22 @@ TEST(ModelOptions, EachToyOptionLeavesTheDocumentedHookPoints) {
       "blocks.0.attn.hook_q",      "blocks.0.attn.hook_k",       "blocks.0.attn.hook_v",
       "blocks.0.attn.hook_scores", "blocks.0.attn.hook_pattern", "blocks.0.attn.hook_z",
       "blocks.0.attn.hook_result", "blocks.0.hook_attn_out",     "blocks.0.hook_resid_mid"};
+  const std::vector<std::string> mlp_in{"blocks.0.hook_mlp_in"};
   const std::vector<std::string> mlp{"blocks.0.ffn.hook_pre", "blocks.0.ffn.hook_post",
                                      "blocks.0.hook_mlp_out"};
-  const std::vector<std::string> embed{"embed.hook_token", "embed.hook_position",
-                                       "blocks.0.hook_resid_pre"};
+  const std::vector<std::string> embed{"embed.hook_token",        "embed.hook_position",
+                                       "blocks.0.hook_resid_pre", "blocks.0.hook_attn_in",
+                                       "blocks.0.hook_q_input",   "blocks.0.hook_k_input",
+                                       "blocks.0.hook_v_input"};
   const std::vector<std::string> logits{"hook_logits"}, post{"blocks.0.hook_resid_post"};
   const std::vector<std::string> ln1{"blocks.0.ln1.hook_normalized"},
       ln2{"blocks.0.ln2.hook_normalized"}, ln_f{"ln_f.hook_normalized"};
   EXPECT_EQ(hook_names(DecoderLM(toy(20, kLayerNorm))),
-            joined({embed, ln1, attention, ln2, mlp, post, ln_f, logits}));
+            joined({embed, ln1, attention, mlp_in, ln2, mlp, post, ln_f, logits}));
   EXPECT_EQ(hook_names(DecoderLM(toy(0, kLayerNorm))),
             joined({embed, ln1, attention, post, ln_f, logits}));
-  EXPECT_EQ(hook_names(DecoderLM(toy(20, kNoNorm))), joined({embed, attention, mlp, post, logits}));
+  EXPECT_EQ(hook_names(DecoderLM(toy(20, kNoNorm))),
+            joined({embed, attention, mlp_in, mlp, post, logits}));
   EXPECT_EQ(hook_names(DecoderLM(toy(0, kNoNorm))), joined({embed, attention, post, logits}));
 }
 

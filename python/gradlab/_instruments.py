@@ -1,5 +1,5 @@
 """The instruments of gradlab's interp/ as functions: head scores, the logit lens, ablation,
-activation patching; and reading the datasets of the files gradlab's commands write."""
+activation and attribution patching; and reading the datasets of the files gradlab's commands write."""
 
 import functools
 import os
@@ -33,6 +33,19 @@ def patch(model, clean, corrupt, names_filter, metric, per_position=False, sourc
     names = functools.partial(_native.hook_point_names, model._native)
     return _native.patch(model._native, clean, corrupt, source_clean, source_corrupt,
                          _filters.patterns(names_filter, names), per_position, metric)
+
+
+def attribution_patch(model, clean, corrupt, names_filter, metric, per_position=False,
+                      source_clean=None, source_corrupt=None):
+    """Attribution patching: for each site of patch(), the first-order estimate of its patched
+    metric, metric(corrupt) + sum over the site of (clean - corrupt) * d metric / d activation,
+    the gradient taken on the corrupted run; from one forward and one backward pass. metric(logits)
+    returns (value, gradient): the metric and its gradient with respect to the logits [B, T, V]
+    (for a logit difference, +1 and -1 at the answers' tokens). Returns {"clean", "corrupt",
+    "sites": [(point, head, position)], "estimated": [sites]}, as patch() returns "patched"."""
+    names = functools.partial(_native.hook_point_names, model._native)
+    return _native.attribution_patch(model._native, clean, corrupt, source_clean, source_corrupt,
+                                      _filters.patterns(names_filter, names), per_position, metric)
 
 
 def read_dataset(path, name):

@@ -1,17 +1,22 @@
 // `gradlab patch`: activation patching. The corrupted prompt is run with one point (or one head
 // of it, or one position) taken from the clean prompt's run, and scored by how far that moves
-// the answer's logit difference back: 0 is the corrupted run, 1 the clean one.
+// the answer's logit difference back: 0 is the corrupted run, 1 the clean one. With --method
+// attribution, every site's score is estimated from one backward pass, and the top sites patched.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 
 #include "autograd/error.h"
+#include "autograd/kinds.h"
+#include "autograd/ops.h"
 #include "cli/checkpoint_args.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/intervene_option.h"
 #include "cli/options.h"
+#include "interp/attribution_patching.h"
+#include "interp/files/attribution_patching_file.h"
 #include "interp/files/patching_file.h"
 #include "interp/patching.h"
 #include "interp/path_patching.h"
@@ -21,18 +26,33 @@ namespace {
 
 namespace po = boost::program_options;
 
+enum class PatchMethod { Activation, Attribution };
+
+struct PatchMethodRow {
+  const char* name;
+  PatchMethod id;
+};
+
+const std::vector<PatchMethodRow> kPatchMethods = {{"activation", PatchMethod::Activation},
+                                                   {"attribution", PatchMethod::Attribution}};
+
 struct PatchArgs {
   PatchArgs();
   CheckpointArgs checkpoint{
-      "gradlab patch: activation patching from a clean prompt's run into a corrupted one's "
-      "(docs/hooks.md)\nOptions"};
+      "gradlab patch: activation patching (or its first-order estimate, attribution patching) from "
+      "a clean prompt's run into a corrupted one's (docs/hooks.md)\nOptions"};
   const boost::program_options::options_description& options = checkpoint.options;
   std::string clean, corrupt;
   std::vector<std::string> names;
   bool per_position = false;
   std::string path;
+  std::string method = "activation";
+  PatchMethod method_id = PatchMethod::Activation;
+  std::optional<int64_t> top;  // --top as given
   InterveneOption intervene;
 };
+
+const int64_t kDefaultTop = 10;
 
 const std::vector<std::string> kDefaultNames = {"*hook_resid_pre", "*hook_attn_out",
                                                 "*hook_mlp_out"};
@@ -52,7 +72,18 @@ PatchArgs::PatchArgs() {
       "path", po::value(&path),
       "path patching instead: 'SENDERS -> RECEIVERS', senders heads LAYER.HEAD or LAYER.mlp, "
       "receivers LAYER.HEAD.q|k|v, LAYER.HEAD (all three), LAYER.mlp or logits, each side "
-      "comma-separated (docs/circuits.md)");
+      "comma-separated (docs/circuits.md)")(
+      "method", po::value(&method)->default_value(method),
+      ("how to patch, " + names_of(kPatchMethods) +
+       ": activation patches each site in turn; attribution estimates every site at once, "
+       "(clean - corrupt) . gradient of the corrupted run, then patches the --top sites it ranks "
+       "highest to compare (docs/circuits.md)")
+          .c_str())(
+      "top", po::value<int64_t>()->notifier([this](int64_t k) { top = k; }),
+      ("with --method attribution: the number of sites, ranked by the estimate, to patch exactly "
+       "(default " +
+       std::to_string(kDefaultTop) + ")")
+          .c_str());
   add_intervene_option(checkpoint.options, intervene,
                        "the clean and the corrupted runs alike, patched or not");
   add_output_options(checkpoint,
@@ -64,6 +95,24 @@ int parse_patch(const Arguments& args, PatchArgs& a) {
   if (const int code = parse_with_output("patch", args, a.checkpoint, "the patching results");
       code >= 0) {
     return code;
+  }
+  try {
+    a.method_id = row_named(kPatchMethods, a.method, "patching method", "--method: ").id;
+  } catch (const ConfigError& e) {
+    return usage_error("patch", e.what(), a.checkpoint.options);
+  }
+  if (a.top && a.method_id != PatchMethod::Attribution) {
+    return usage_error("patch",
+                       "--top ranks the sites of --method attribution; --method is " + a.method,
+                       a.checkpoint.options);
+  }
+  if (a.top && *a.top < 1) {
+    return usage_error("patch", "--top " + std::to_string(*a.top) + ": patch at least one site",
+                       a.checkpoint.options);
+  }
+  if (!a.path.empty() && a.method_id != PatchMethod::Activation) {
+    return usage_error("patch", "--path patches a path exactly: it takes no --method " + a.method,
+                       a.checkpoint.options);
   }
   return parse_interventions("patch", a.intervene, a.options);
 }
@@ -83,6 +132,18 @@ struct LogitDifference {
       total += row[clean_tokens[i]] - row[corrupt_tokens[i]];
     }
     return total;
+  }
+
+  // The same sum in the autograd graph, for attribution patching: logits times weights of +1
+  // (the clean answer's token) and -1 (the corrupted answer's) at the answer positions.
+  Tensor differentiable(const Tensor& logits) const {  // [1, T, V]
+    std::vector<double> weights(static_cast<size_t>(logits.numel()), 0.0);
+    const int64_t vocabulary = logits.size(2);
+    for (size_t i = 0; i < positions.size(); ++i) {
+      weights[static_cast<size_t>(positions[i] * vocabulary + clean_tokens[i])] += 1;
+      weights[static_cast<size_t>(positions[i] * vocabulary + corrupt_tokens[i])] -= 1;
+    }
+    return sum(logits * Tensor::from_vector(weights, logits.shape(), logits.dtype()));
   }
 };
 
@@ -182,6 +243,94 @@ int run_path_patch(PatchArgs& a, nn::SequenceModel& model, interp::PatchingResul
   return kExitOk;
 }
 
+// The rows of results: one per point, or head of it, holding its sites' metrics normalised (0:
+// corrupt, 1: clean) in order.
+void fill_rows(interp::PatchingResults& results, const std::vector<interp::PatchSite>& sites,
+               const std::vector<nn::HookPointInfo>& points, const std::vector<double>& values,
+               double clean, double corrupt) {
+  results.clean_difference = clean;
+  results.corrupt_difference = corrupt;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const std::string label = row_label(sites[i]);
+    if (results.rows.empty() || results.rows.back() != label) {
+      const auto point = std::find_if(points.begin(), points.end(), [&](const auto& info) {
+        return info.name == sites[i].point;
+      });
+      results.rows.push_back(label);
+      results.row_axes.push_back(sites[i].position < 0                  ? ""
+                                 : interp::positions_are_source(*point) ? "S"
+                                                                        : "T");
+      results.scores.emplace_back();
+    }
+    results.scores.back().push_back((values[i] - corrupt) / (clean - corrupt));
+  }
+}
+
+void print_runs(const interp::PatchingResults& results, const LogitDifference& metric,
+                const PromptedRun& clean_run, const PromptedRun& corrupt_run) {
+  std::printf(
+      "clean %s -> %s; corrupted %s -> %s\nlogit difference (clean answer's logit minus the "
+      "corrupted answer's, summed over the %zu answer positions where they differ): clean %.4f, "
+      "corrupted %.4f\n",
+      shown(clean_run, clean_run.prompt).c_str(), shown(clean_run, results.clean_answer).c_str(),
+      shown(corrupt_run, corrupt_run.prompt).c_str(),
+      shown(corrupt_run, results.corrupt_answer).c_str(), metric.positions.size(),
+      results.clean_difference, results.corrupt_difference);
+}
+
+// Attribution patching: every site estimated from one backward pass of the corrupted run, then
+// the --top sites the estimates rank highest patched exactly, side by side.
+int run_attribution(const PatchArgs& a, const std::vector<interp::PatchSite>& sites,
+                    const LogitDifference& metric, const std::vector<nn::HookPointInfo>& points,
+                    const PromptedRun& clean_run, const PromptedRun& corrupt_run,
+                    interp::PatchingResults& estimates) {
+  nn::SequenceModel& model = *clean_run.trained.model;
+  nn::EvalScope eval(model);
+  const interp::AttributedMetrics attributed =
+      interp::attribute_each(model, estimates.clean, estimates.corrupt, sites,
+                             [&](const Tensor& logits) { return metric.differentiable(logits); });
+  fill_rows(estimates, sites, points, attributed.estimated, attributed.clean, attributed.corrupt);
+  print_runs(estimates, metric, clean_run, corrupt_run);
+  std::printf(
+      "attribution patching, (clean - corrupt) . gradient of the corrupted run, estimated (0: the "
+      "corrupted run, 1: the clean run):\n");
+  print_results(estimates, clean_run);
+
+  interp::AttributionPatchingResults results;
+  results.estimates = estimates;
+  const std::vector<size_t> top = interp::top_indices(
+      attributed.estimated, attributed.corrupt, static_cast<size_t>(a.top.value_or(kDefaultTop)));
+  std::vector<interp::PatchSite> top_sites;
+  for (const size_t i : top) top_sites.push_back(sites[i]);
+  const interp::PatchedMetrics exact =
+      interp::patch_each(model, estimates.clean, estimates.corrupt, top_sites, metric);
+  size_t width = 4;
+  for (const interp::PatchSite& site : top_sites) width = std::max(width, row_label(site).size());
+  std::printf("exact patching of the %zu sites the estimates rank highest:\n%-*s  %8s  %11s  %7s\n",
+              top.size(), static_cast<int>(width), "site", "position", "attribution", "exact");
+  for (size_t k = 0; k < top.size(); ++k) {
+    const interp::PatchSite& site = top_sites[k];
+    results.top_rows.push_back(row_label(site));
+    results.top_positions.push_back(site.position);
+    results.top_attribution.push_back((attributed.estimated[top[k]] - attributed.corrupt) /
+                                      (attributed.clean - attributed.corrupt));
+    results.top_exact.push_back((exact.patched[k] - exact.corrupt) / (exact.clean - exact.corrupt));
+    std::printf("%-*s  %8s  %11.3f  %7.3f\n", static_cast<int>(width),
+                results.top_rows.back().c_str(),
+                site.position < 0 ? "all" : std::to_string(site.position).c_str(),
+                results.top_attribution.back(), results.top_exact.back());
+  }
+  results.correlation = interp::correlation(results.top_attribution, results.top_exact);
+  std::printf("correlation of attribution and exact patching over these %zu sites: %.3f\n",
+              top.size(), results.correlation);
+  if (!a.checkpoint.out.empty()) {
+    interp::write_attribution_patching_file(a.checkpoint.out, results);
+    std::printf("wrote %zu rows and %zu top sites to %s\n", estimates.rows.size(), top.size(),
+                a.checkpoint.out.c_str());
+  }
+  return kExitOk;
+}
+
 int run_patch(PatchArgs& a) {
   CheckpointArgs& c = a.checkpoint;
   const train::TrainedModel loaded = load_trained(c);
@@ -240,36 +389,17 @@ int run_patch(PatchArgs& a) {
     return usage_error("patch", e.what(), c.options);
   }
   const std::vector<interp::PatchSite> sites = interp::patch_sites(points, *filter, a.per_position);
+  if (a.method_id == PatchMethod::Attribution) {
+    return run_attribution(a, sites, metric, points, *clean_run, *corrupt_run, results);
+  }
   interp::PatchedMetrics differences;
   {
     nn::EvalScope eval(model);
     differences = interp::patch_each(model, results.clean, results.corrupt, sites, metric);
   }
-  results.clean_difference = differences.clean;
-  results.corrupt_difference = differences.corrupt;
-  const double span = results.clean_difference - results.corrupt_difference;
-  for (size_t i = 0; i < sites.size(); ++i) {
-    const std::string label = row_label(sites[i]);
-    if (results.rows.empty() || results.rows.back() != label) {
-      const auto point = std::find_if(points.begin(), points.end(), [&](const auto& info) {
-        return info.name == sites[i].point;
-      });
-      results.rows.push_back(label);
-      results.row_axes.push_back(sites[i].position < 0                  ? ""
-                                 : interp::positions_are_source(*point) ? "S"
-                                                                        : "T");
-      results.scores.emplace_back();
-    }
-    results.scores.back().push_back((differences.patched[i] - differences.corrupt) / span);
-  }
-  std::printf(
-      "clean %s -> %s; corrupted %s -> %s\nlogit difference (clean answer's logit minus the "
-      "corrupted answer's, summed over the %zu answer positions where they differ): clean %.4f, "
-      "corrupted %.4f\npatched from the clean run (0: the corrupted run, 1: the clean run):\n",
-      shown(*clean_run, clean_run->prompt).c_str(), shown(*clean_run, results.clean_answer).c_str(),
-      shown(*corrupt_run, corrupt_run->prompt).c_str(),
-      shown(*corrupt_run, results.corrupt_answer).c_str(), metric.positions.size(),
-      results.clean_difference, results.corrupt_difference);
+  fill_rows(results, sites, points, differences.patched, differences.clean, differences.corrupt);
+  print_runs(results, metric, *clean_run, *corrupt_run);
+  std::printf("patched from the clean run (0: the corrupted run, 1: the clean run):\n");
   print_results(results, *clean_run);
   if (!c.out.empty()) {
     interp::write_patching_file(c.out, results);

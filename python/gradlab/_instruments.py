@@ -1,5 +1,6 @@
 """The instruments of gradlab's interp/ as functions: head scores, the logit lens, ablation,
-activation and path patching; and reading the datasets of the files gradlab's commands write."""
+activation, path and attribution patching; and reading the datasets of the files gradlab's
+commands write."""
 
 import functools
 import os
@@ -41,6 +42,19 @@ def patch_path(model, clean, corrupt, path, metric):
     ('0.3, 0.mlp -> 1.2.k, 1.mlp, logits'; docs/circuits.md), with score = (patched - corrupt) /
     (clean - corrupt) and the parsed senders and receivers."""
     return _native.patch_path(model._native, clean, corrupt, path, metric)
+
+
+def attribution_patch(model, clean, corrupt, names_filter, metric, per_position=False,
+                      source_clean=None, source_corrupt=None):
+    """Attribution patching: for each site of patch(), the first-order estimate of its patched
+    metric, metric(corrupt) + sum over the site of (clean - corrupt) * d metric / d activation,
+    the gradient taken on the corrupted run; from one forward and one backward pass. metric(logits)
+    returns (value, gradient): the metric and its gradient with respect to the logits [B, T, V]
+    (for a logit difference, +1 and -1 at the answers' tokens). Returns {"clean", "corrupt",
+    "sites": [(point, head, position)], "estimated": [sites]}, as patch() returns "patched"."""
+    names = functools.partial(_native.hook_point_names, model._native)
+    return _native.attribution_patch(model._native, clean, corrupt, source_clean, source_corrupt,
+                                      _filters.patterns(names_filter, names), per_position, metric)
 
 
 def read_dataset(path, name):

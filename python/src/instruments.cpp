@@ -1,12 +1,15 @@
 // The instruments of interp/ for Python, each a library call whose results become numpy arrays
-// and dicts: head scores, the logit lens, ablation, activation patching and the residual
+// and dicts: head scores, the logit lens, ablation, activation and attribution patching and the
+// residual
 // stream's decomposition (the cache helpers of gradlab/_model.py); and the reading of
 // the float datasets of the files gradlab's commands write (activations, lens), for programs
 // without h5py.
 #include <H5Cpp.h>
 
 #include "autograd/graph.h"
+#include "autograd/ops.h"
 #include "interp/ablation.h"
+#include "interp/attribution_patching.h"
 #include "interp/direct_logit_attribution.h"
 #include "interp/head_scores.h"
 #include "interp/logit_lens.h"
@@ -260,6 +263,59 @@ void bind_instruments(py::module_& m) {
         return out;
       },
       py::arg("model"), py::arg("clean"), py::arg("corrupt"), py::arg("path"), py::arg("metric"));
+
+  m.def(
+      "attribution_patch",
+      [](Checkpoint& c, const py::handle& clean, const py::handle& corrupt,
+         const py::handle& source_clean, const py::handle& source_corrupt,
+         const std::vector<std::string>& patterns, bool per_position, py::function metric) {
+        const nn::SequenceBatch a = make_batch(c, clean, source_clean, py::none());
+        const nn::SequenceBatch b = make_batch(c, corrupt, source_corrupt, py::none());
+        nn::HookFilter filter = [&] {
+          try {
+            return nn::any_of_points(c.points(), patterns, "attribution_patch");
+          } catch (const ConfigError& e) {
+            throw py::key_error(e.what());
+          }
+        }();
+        const std::vector<interp::PatchSite> sites =
+            interp::patch_sites(c.points(), filter, per_position);
+        c.mark_parameters_written();
+        // metric(logits) -> (value, gradient): in the graph as sum(logits * gradient), shifted
+        // to the value, whose backward pass carries that gradient.
+        const interp::DifferentiableMetric differentiable = [&](const Tensor& logits) {
+          py::gil_scoped_acquire gil;
+          const py::tuple pair = metric(to_numpy(logits.detach().clone()));
+          if (pair.size() != 2) {
+            throw py::value_error(
+                "attribution_patch: metric(logits) must return (value, gradient)");
+          }
+          const Tensor gradient = from_numpy(pair[1], "the metric's gradient").to(logits.dtype());
+          if (gradient.shape() != logits.shape()) {
+            throw py::value_error("attribution_patch: the metric's gradient has shape " +
+                                  to_string(gradient.shape()) + ", the logits " +
+                                  to_string(logits.shape()));
+          }
+          const Tensor surrogate = sum(logits * gradient);
+          return surrogate + (pair[0].cast<double>() - surrogate.item());
+        };
+        interp::AttributedMetrics result;
+        {
+          py::gil_scoped_release release;
+          result = interp::attribute_each(*c.model, a, b, sites, differentiable);
+        }
+        py::list rows;
+        for (const interp::PatchSite& s : sites)
+          rows.append(py::make_tuple(s.point, s.head, s.position));
+        py::dict out;
+        out["clean"] = result.clean;
+        out["corrupt"] = result.corrupt;
+        out["sites"] = rows;
+        out["estimated"] = py::array(py::cast(result.estimated));
+        return out;
+      },
+      py::arg("model"), py::arg("clean"), py::arg("corrupt"), py::arg("source_clean"),
+      py::arg("source_corrupt"), py::arg("patterns"), py::arg("per_position"), py::arg("metric"));
 
   m.def(
       "read_dataset",

@@ -139,6 +139,48 @@ TEST(DatasetsCli, DlaOfAFileIsTheMeanOfTheSingleRuns) {
   EXPECT_TRUE(contains(r.out, "over 3 prompts")) << r.out;
 }
 
+TEST(DatasetsCli, LensOfAFileIsTheMeanOfTheSingleRunsAtTheAnswer) {
+  TempDir tmp;
+  H5::Exception::dontPrint();
+  std::vector<hsize_t> dims;
+  std::vector<double> expected;  // [L + 1]
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    const std::string out = tmp.file("one" + std::to_string(i) + ".h5");
+    const CommandResult r =
+        run_gradlab({"lens", "--checkpoint", decoder(), "--input", kPrompts[i], "--out", out});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const H5::H5File file(out, H5F_ACC_RDONLY);
+    const std::vector<int64_t> targets = read_values<int64_t>(file, "targets", dims);
+    size_t answer = 0;
+    while (targets[answer] == -100) ++answer;
+    const std::vector<float> p = read_floats(file, "answer_probability", dims);  // [L + 1, T]
+    expected.resize(dims[0], 0.0);
+    for (size_t l = 0; l < dims[0]; ++l) expected[l] += p[l * dims[1] + answer] / 3;
+  }
+  const std::string data = prompts_file(tmp);
+  for (const char* memory : {"0", "1e-12"}) {
+    SCOPED_TRACE(memory);
+    const std::string out = tmp.file(std::string("set") + memory + ".h5");
+    const CommandResult r = run_gradlab(
+        {"lens", "--checkpoint", decoder(), "--data", data, "--max-memory", memory, "--out", out});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(contains(r.out, "over 3 prompts of --data")) << r.out;
+    const std::vector<float> mean =
+        read_floats(H5::H5File(out, H5F_ACC_RDONLY), "answer_probability", dims);
+    ASSERT_EQ(dims, (std::vector<hsize_t>{expected.size(), 1}));
+    for (size_t l = 0; l < expected.size(); ++l) EXPECT_NEAR(mean[l], expected[l], 1e-6);
+  }
+  const std::string unequal = write_file(tmp, "unequal.txt", "the cat\nthe\n");
+  EXPECT_EQ(run_gradlab({"lens", "--checkpoint", tiny_text_model(), "--data", unequal}).exit_code,
+            0);
+  expect_usage_error(
+      run_gradlab({"lens", "--checkpoint", tiny_text_model(), "--data", unequal, "--at", "all"}),
+      "lens", {"line 2", "one length"});
+  expect_usage_error(
+      run_gradlab({"lens", "--checkpoint", decoder(), "--held-out", "2", "--top", "2"}), "lens",
+      "--top shows one prompt's tokens");
+}
+
 TEST(DatasetsCli, HeadsScoreAFileOrHeldOutRowsByTheirTokens) {
   TempDir tmp;
   const std::string out = tmp.file("heads.h5");

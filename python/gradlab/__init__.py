@@ -6,11 +6,12 @@ from gradlab import tasks
 from gradlab._circuits import OV, QK, FactoredMatrix, circuit_matrices, circuits
 from gradlab._model import ActivationCache, HookPoint, HookedModel, load
 from gradlab._native import Tensor, get_num_threads, set_num_threads, tensor
-from gradlab._instruments import ablate, heads, lens, patch, read_dataset
+from gradlab._instruments import ablate, batches, heads, lens, mean_over, patch, read_dataset
 from gradlab._train import train
 
 __all__ = [
     "ActivationCache", "FactoredMatrix", "HookPoint", "HookedModel", "OV", "QK", "Tensor", "ablate",
-    "circuit_matrices", "circuits", "get_num_threads", "heads", "lens", "load", "patch",
+    "batches", "circuit_matrices", "circuits", "get_num_threads", "heads", "lens", "load",
+    "mean_over", "patch",
     "read_dataset", "set_num_threads", "tasks", "tensor", "train",
 ]

@@ -20,7 +20,7 @@ namespace {
 namespace po = boost::program_options;
 
 // Rows [begin, begin + count) of a [B, ...] token array (empty stays empty).
-Indices rows_of(const Indices& tokens, int64_t begin, int64_t count) {
+Indices token_rows(const Indices& tokens, int64_t begin, int64_t count) {
   if (tokens.shape.empty()) return tokens;
   Shape shape = tokens.shape;
   const int64_t row = tokens.numel() / shape[0];
@@ -65,15 +65,18 @@ std::vector<int64_t> targets_of(const Indices& targets) {
   return out;
 }
 
-int read_data_file(const std::string& command, const CheckpointArgs& c, const InputSetArgs& s,
-                   InputSet& set) {
+// Calls read_line on each line of --data (without its newline) with where it is ("--data F line
+// 3"); returns -1, or the usage exit code of a file that cannot be read, is empty or has an empty
+// line, or read_line's.
+int read_lines(
+    const std::string& command, const CheckpointArgs& c, const InputSetArgs& s,
+    const std::function<int(const std::string& line, const std::string& where)>& read_line) {
   std::ifstream in(s.data);
   const std::string file = "--data " + s.data;
   if (!in) {
     return usage_error(command, file + ": cannot be read (" + std::strerror(errno) + ")",
                        c.options);
   }
-  std::map<std::pair<int64_t, int64_t>, size_t> group_of;
   int64_t number = 0;
   for (std::string line; std::getline(in, line);) {
     ++number;
@@ -82,18 +85,38 @@ int read_data_file(const std::string& command, const CheckpointArgs& c, const In
     if (line.empty()) {
       return usage_error(command, where + ": an empty line (one prompt a line)", c.options);
     }
-    std::optional<PromptedRun> run;
-    if (const int code = read_prompt(command, c, set.trained, where, line, run); code >= 0) {
-      return code;
-    }
-    std::vector<int64_t> answer;
-    const nn::SequenceBatch row = answered_batch(*run, answer);
-    add_example(set, group_of, row, std::move(answer), where);
+    if (const int code = read_line(line, where); code >= 0) return code;
   }
-  if (set.examples == 0) {
+  if (number == 0) {
     return usage_error(command, file + ": no prompts (the file is empty)", c.options);
   }
   return -1;
+}
+
+// The line's prompt as one prompt is read, and the model's answer; returns -1 or the usage code.
+int read_line_prompt(const std::string& command, const CheckpointArgs& c, const InputSet& set,
+                     const std::string& flag, const std::string& text, nn::SequenceBatch& row,
+                     std::vector<int64_t>& answer) {
+  std::optional<PromptedRun> run;
+  if (const int code = read_prompt(command, c, set.trained, flag, text, run); code >= 0) {
+    return code;
+  }
+  row = answered_batch(*run, answer);
+  return -1;
+}
+
+int read_data_file(const std::string& command, const CheckpointArgs& c, const InputSetArgs& s,
+                   InputSet& set) {
+  std::map<std::pair<int64_t, int64_t>, size_t> group_of;
+  return read_lines(command, c, s, [&](const std::string& line, const std::string& where) {
+    nn::SequenceBatch row;
+    std::vector<int64_t> answer;
+    if (const int code = read_line_prompt(command, c, set, where, line, row, answer); code >= 0) {
+      return code;
+    }
+    add_example(set, group_of, row, std::move(answer), where);
+    return -1;
+  });
 }
 
 int read_held_out(const std::string& command, const CheckpointArgs& c, const InputSetArgs& s,
@@ -109,8 +132,7 @@ int read_held_out(const std::string& command, const CheckpointArgs& c, const Inp
   }
   std::map<std::pair<int64_t, int64_t>, size_t> group_of;
   for (int64_t r = 0; r < s.held_out; ++r) {
-    const nn::SequenceBatch row{rows_of(heldout.source, r, 1), rows_of(heldout.inputs, r, 1),
-                                rows_of(heldout.targets, r, 1)};
+    const nn::SequenceBatch row = rows_of(heldout, r, 1);
     add_example(set, group_of, row, targets_of(row.targets), "--held-out row " + format_number(r));
   }
   return -1;
@@ -122,12 +144,19 @@ void add_input_set_options(CheckpointArgs& c, InputSetArgs& s, const InputSetFla
   if (flags.prompt) add_prompt_options(c);
   // --data and --held-out stand instead of a prompt: parse_input_set checks that one is given.
   c.takes_text = false;
-  c.options.add_options()(
-      "data", po::value(&s.data),
-      "instead of a prompt: a file of prompts, one a line (a toy task's tokens \"3 1 4\", raw ids, "
-      "or a language model's text), each read as --input or --prompt reads one")(
-      "held-out", po::value(&s.held_out),
-      "instead of a prompt: the first N rows of the checkpoint's held-out set");
+  if (flags.pairs) {
+    c.options.add_options()("data", po::value(&s.data),
+                            "instead of --clean and --corrupt: a file of pairs, one a line, the "
+                            "clean and the corrupted prompt separated by a tab, each read as they "
+                            "read one; the scores are the mean logit difference's");
+  } else {
+    c.options.add_options()(
+        "data", po::value(&s.data),
+        "instead of a prompt: a file of prompts, one a line (a toy task's tokens \"3 1 4\", raw "
+        "ids, or a language model's text), each read as --input or --prompt reads one")(
+        "held-out", po::value(&s.held_out),
+        "instead of a prompt: the first N rows of the checkpoint's held-out set");
+  }
   if (flags.reduce) {
     c.options.add_options()("reduce", po::value(&s.reduce)->default_value(s.reduce),
                             "with --data or --held-out: mean (over the examples) or none (every "
@@ -190,6 +219,52 @@ int64_t InputSet::first_unequal() const {
   int64_t first = examples;
   for (size_t g = 1; g < groups.size(); ++g) first = std::min(first, groups[g].examples.front());
   return first;
+}
+
+int load_prompt_pairs(const std::string& command, const CheckpointArgs& c, const InputSetArgs& s,
+                      std::optional<InputSet>& clean, std::optional<InputSet>& corrupt) {
+  InputSet sets[2] = {{load_trained(c), {}, 0, std::nullopt, {}}, {}};
+  sets[1].trained = sets[0].trained;
+  std::map<std::pair<int64_t, int64_t>, size_t> group_of[2];
+  const int code =
+      read_lines(command, c, s, [&](const std::string& line, const std::string& where) {
+        const size_t tab = line.find('\t');
+        if (tab == std::string::npos) {
+          return usage_error(command,
+                             where +
+                                 ": no tab between the clean and the corrupted prompt "
+                                 "(clean<TAB>corrupt)",
+                             c.options);
+        }
+        const std::string texts[2] = {line.substr(0, tab), line.substr(tab + 1)};
+        const char* const sides[2] = {" (clean)", " (corrupt)"};
+        nn::SequenceBatch rows[2];
+        std::vector<int64_t> answers[2];
+        for (size_t side = 0; side < 2; ++side) {
+          if (const int code = read_line_prompt(command, c, sets[side], where + sides[side],
+                                                texts[side], rows[side], answers[side]);
+              code >= 0) {
+            return code;
+          }
+        }
+        if (rows[0].inputs.shape != rows[1].inputs.shape ||
+            rows[0].source.shape != rows[1].source.shape) {
+          return usage_error(
+              command,
+              where + ": the clean prompt has " + format_number(rows[0].inputs.shape.at(1)) +
+                  " positions and the corrupted " + format_number(rows[1].inputs.shape.at(1)) +
+                  "; patching needs a pair of one length",
+              c.options);
+        }
+        for (size_t side = 0; side < 2; ++side) {
+          add_example(sets[side], group_of[side], rows[side], std::move(answers[side]), where);
+        }
+        return -1;
+      });
+  if (code >= 0) return code;
+  clean.emplace(std::move(sets[0]));
+  corrupt.emplace(std::move(sets[1]));
+  return -1;
 }
 
 int load_input_set(const std::string& command, const CheckpointArgs& c, const InputSetArgs& s,
@@ -257,12 +332,26 @@ void for_each_batch(
     const int64_t R = group.batch.inputs.shape.at(0);
     for (int64_t first = 0; first < R; first += rows) {
       const int64_t count = std::min(rows, R - first);
-      visit(group,
-            {rows_of(group.batch.source, first, count), rows_of(group.batch.inputs, first, count),
-             rows_of(group.batch.targets, first, count)},
-            first);
+      visit(group, rows_of(group.batch, first, count), first);
     }
   }
+}
+
+void for_each_pair_batch(
+    const InputSet& clean, const InputSet& corrupt, int64_t rows,
+    const std::function<void(const nn::SequenceBatch& clean, const nn::SequenceBatch& corrupt,
+                             int64_t first_example)>& visit) {
+  for_each_batch(
+      clean, rows, [&](const InputGroup& group, const nn::SequenceBatch& batch, int64_t first) {
+        const size_t index = static_cast<size_t>(&group - clean.groups.data());
+        visit(batch, rows_of(corrupt.groups[index].batch, first, batch.inputs.shape.at(0)),
+              group.examples[static_cast<size_t>(first)]);
+      });
+}
+
+nn::SequenceBatch rows_of(const nn::SequenceBatch& batch, int64_t begin, int64_t count) {
+  return {token_rows(batch.source, begin, count), token_rows(batch.inputs, begin, count),
+          token_rows(batch.targets, begin, count)};
 }
 
 std::vector<int64_t> answer_positions(const nn::SequenceBatch& batch, bool text) {

@@ -18,9 +18,10 @@ namespace gradlab::cli {
 
 // Which of the group's flags a command takes besides --data, --held-out and --max-memory.
 struct InputSetFlags {
-  bool prompt = true;       // --input and --prompt (one prompt); heads has random sequences
-  bool reduce = false;      // --reduce mean|none (none: every example kept)
-  bool at = false;          // --at answer|all
+  bool prompt = true;   // --input and --prompt (one prompt); heads has random sequences
+  bool pairs = false;   // --data holds clean<TAB>corrupt pairs (patch), and no --held-out
+  bool reduce = false;  // --reduce mean|none (none: every example kept)
+  bool at = false;      // --at answer|all
   const char* at_default = "all";
   const char* memory = "";  // what --max-memory bounds ("the cache")
 };
@@ -30,7 +31,7 @@ struct InputSetArgs {
   std::string data;
   int64_t held_out = 0;
   std::string reduce = "mean";
-  std::string at;  // add_input_set_options: flags.at_default
+  std::string at;         // add_input_set_options: flags.at_default
   double max_memory = 0;  // GiB; 0: 80% of the machine's memory
   bool given = false;     // parse_input_set: --data or --held-out
 };
@@ -76,6 +77,14 @@ struct InputSet {
 int load_input_set(const std::string& command, const CheckpointArgs& c, const InputSetArgs& s,
                    std::optional<InputSet>& loaded);
 
+// For a command of pairs (InputSetFlags::pairs): each line of --data a clean and a corrupted
+// prompt separated by a tab, each read as load_input_set reads a line, into `clean` and `corrupt`
+// (example i of one is the pair of example i of the other, in groups of the same index); the
+// two prompts of a line must be of one length. Returns -1 or the usage exit code, as
+// load_input_set.
+int load_prompt_pairs(const std::string& command, const CheckpointArgs& c, const InputSetArgs& s,
+                      std::optional<InputSet>& clean, std::optional<InputSet>& corrupt);
+
 // The usage error for examples of unequal lengths, naming the first that differs and why the
 // command needs one length (`why`: "--reduce none stacks the examples"), or -1.
 int refuse_unequal_lengths(const std::string& command, const CheckpointArgs& c, const InputSet& set,
@@ -95,6 +104,15 @@ void for_each_batch(
     const InputSet& set, int64_t rows,
     const std::function<void(const InputGroup& group, const nn::SequenceBatch& batch,
                              int64_t first)>& visit);
+
+// Calls visit on the batches of clean (as for_each_batch) with the same rows of corrupt.
+void for_each_pair_batch(
+    const InputSet& clean, const InputSet& corrupt, int64_t rows,
+    const std::function<void(const nn::SequenceBatch& clean, const nn::SequenceBatch& corrupt,
+                             int64_t first_example)>& visit);
+
+// Rows [begin, begin + count) of batch.
+nn::SequenceBatch rows_of(const nn::SequenceBatch& batch, int64_t begin, int64_t count);
 
 // Each row's answer position in batch: a toy task's first position with a target (where the
 // model reads the separator and predicts the answer's first token), a language model's last

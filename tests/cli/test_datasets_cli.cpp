@@ -209,6 +209,95 @@ TEST(DatasetsCli, HeadsScoreAFileOrHeldOutRowsByTheirTokens) {
       "heads", "encoder-decoder");
 }
 
+// The copy model of tests/cli/test_ablate_patch_cli.cpp (the same shared run): length 4, symbols
+// 1..5, trained to answer its prompts exactly.
+const std::vector<std::string> kPatchModel = {
+    "--length",    "4",  "--symbols", "5",   "--d-model",    "16",
+    "--heads",     "2",  "--d-ff",    "16",  "--batch-size", "16",
+    "--eval-size", "64", "--steps",   "600", "--eval-every", "50"};
+
+// A patching file's scores by row, and its clean and corrupted logit differences.
+struct Patched {
+  std::vector<std::string> rows;
+  std::vector<double> scores;  // [R] (one site a row)
+  double clean = 0, corrupt = 0;
+};
+
+Patched patched(const std::string& path) {
+  H5::Exception::dontPrint();
+  const H5::H5File file(path, H5F_ACC_RDONLY);
+  Patched p;
+  p.rows = read_strings(file, "rows");
+  std::vector<hsize_t> dims;
+  p.scores = read_values<double>(file, "scores", dims);
+  file.openAttribute("clean_logit_difference").read(H5::PredType::NATIVE_DOUBLE, &p.clean);
+  file.openAttribute("corrupt_logit_difference").read(H5::PredType::NATIVE_DOUBLE, &p.corrupt);
+  return p;
+}
+
+TEST(DatasetsCli, PatchOfPairsScoresTheMeanLogitDifference) {
+  TempDir tmp;
+  const std::string checkpoint = toy_checkpoint(kPatchModel, "decoder");
+  const std::vector<std::pair<std::string, std::string>> pairs = {{"1 2 3 4", "1 2 5 4"},
+                                                                  {"3 1 4 2", "3 1 2 2"}};
+  const std::vector<std::string> names = {"--names", "hook_logits", "blocks.0.hook_resid_pre",
+                                          "embed.hook_position", "blocks.1.attn.hook_z"};
+  // Each site's patched logit difference per pair, from the single runs' normalised scores.
+  std::vector<double> clean(2), corrupt(2);
+  std::vector<std::vector<double>> sites(2);
+  std::vector<std::string> rows;
+  std::string text;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const std::string out = tmp.file("pair" + std::to_string(i) + ".h5");
+    const CommandResult r =
+        run_gradlab(with({"patch", "--checkpoint", checkpoint, "--clean", pairs[i].first,
+                          "--corrupt", pairs[i].second, "--out", out},
+                         names));
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const Patched p = patched(out);
+    rows = p.rows;
+    clean[i] = p.clean;
+    corrupt[i] = p.corrupt;
+    for (const double score : p.scores)
+      sites[i].push_back(p.corrupt + score * (p.clean - p.corrupt));
+    text += pairs[i].first + "\t" + pairs[i].second + "\n";
+  }
+  const std::string data = write_file(tmp, "pairs.txt", text);
+  for (const char* memory : {"0", "1e-12"}) {
+    SCOPED_TRACE(memory);
+    const std::string out = tmp.file(std::string("pairs") + memory + ".h5");
+    const CommandResult r = run_gradlab(with(
+        {"patch", "--checkpoint", checkpoint, "--data", data, "--max-memory", memory, "--out", out},
+        names));
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(contains(r.out, "2 pairs of --data")) << r.out;
+    const Patched p = patched(out);
+    ASSERT_EQ(p.rows, rows);
+    const double mean_clean = (clean[0] + clean[1]) / 2,
+                 mean_corrupt = (corrupt[0] + corrupt[1]) / 2;
+    EXPECT_NEAR(p.clean, mean_clean, 1e-4);
+    EXPECT_NEAR(p.corrupt, mean_corrupt, 1e-4);
+    for (size_t s = 0; s < rows.size(); ++s) {
+      const double expected =
+          ((sites[0][s] + sites[1][s]) / 2 - mean_corrupt) / (mean_clean - mean_corrupt);
+      EXPECT_NEAR(p.scores[s], expected, 1e-5) << rows[s];
+    }
+  }
+  const auto bad = [&](const std::string& name, const std::string& lines) {
+    const std::string file = write_file(tmp, name, lines);
+    return std::make_pair(file, run_gradlab({"patch", "--checkpoint", checkpoint, "--data", file}));
+  };
+  auto [file, r] = bad("notab.txt", "1 2 3 4 1 2 5 4\n");
+  expect_usage_error(r, "patch", {"--data " + file + " line 1", "no tab"});
+  std::tie(file, r) = bad("alike.txt", "1 2 3 4\t1 2 5 4\n1 2 3 4\t1 2 3 4\n");
+  expect_usage_error(r, "patch", {"--data " + file + " line 2", "answers both prompts alike"});
+  std::tie(file, r) = bad("short.txt", "1 2 3 4\t1 2 5\n");
+  expect_usage_error(r, "patch", {"--data " + file + " line 1 (corrupt)"});
+  expect_usage_error(
+      run_gradlab({"patch", "--checkpoint", checkpoint, "--data", data, "--clean", "1 2 3 4"}),
+      "patch", "give --clean and --corrupt, or --data");
+}
+
 TEST(DatasetsCli, BadFilesAreOneLineErrorsNamingTheFileAndLine) {
   TempDir tmp;
   const auto activations = [&](const std::string& checkpoint, const std::string& data) {

@@ -1,6 +1,7 @@
 // `gradlab dla`: direct logit attribution (interp/direct_logit_attribution.h): each part of the
 // residual stream's share of the answer's logit (or of a logit difference), for one prompt or
-// over held-out rows, printed largest first and optionally written to HDF5.
+// reduced over a data set (--data, --held-out), printed largest first and optionally written to
+// HDF5.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,12 +14,12 @@
 #include "cli/checkpoint_args.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
+#include "cli/input_set_option.h"
 #include "cli/intervene_option.h"
 #include "cli/options.h"
 #include "interp/direct_logit_attribution.h"
 #include "interp/files/dla_file.h"
 #include "train/trained_model.h"
-#include "train/trainer.h"
 
 namespace gradlab::cli {
 namespace {
@@ -27,13 +28,8 @@ namespace po = boost::program_options;
 
 struct DlaArgs {
   DlaArgs() {
-    add_prompt_options(checkpoint);
-    // --held-out stands instead of --input or --prompt: parse_dla checks that one is given.
-    checkpoint.takes_text = false;
+    add_input_set_options(checkpoint, inputs, kInputs);
     checkpoint.options.add_options()(
-        "held-out", po::value(&held_out),
-        "instead of a prompt: the first N rows of the checkpoint's held-out set, reduced to the "
-        "mean and standard deviation per part")(
         "answer", po::value(&dla.answer),
         "the token id whose logit is attributed; default each row's target at the position (for "
         "a prompt, the model's answer)")(
@@ -56,8 +52,9 @@ struct DlaArgs {
       "heads, output biases, feed-forwards) read through the frozen final norm and the "
       "unembedding, for one prompt or over held-out rows (docs/commands.md)\nOptions"};
   const boost::program_options::options_description& options = checkpoint.options;
+  static constexpr InputSetFlags kInputs{.memory = "a batch's activations"};
+  InputSetArgs inputs;  // a data set is reduced to the mean and standard deviation per part
   interp::DlaOptions dla;
-  int64_t held_out = 0;
   std::string position = "answer";
   int64_t top = 20;
   InterveneOption intervene;
@@ -68,18 +65,8 @@ int parse_dla(const Arguments& args, DlaArgs& a) {
   if (const int code = parse_with_output("dla", args, c, "the attribution"); code >= 0) {
     return code;
   }
-  const size_t given = c.vm.count("input") + c.vm.count("prompt") + c.vm.count("held-out");
-  if (given != 1) {
-    return usage_error("dla",
-                       "give exactly one of --input (a toy task's prompt), --prompt (a language "
-                       "model's text) and --held-out (rows of the held-out set)",
-                       a.options);
-  }
-  // A prompt is read as the commands with --input and --prompt read it.
-  c.takes_text = !c.vm.count("held-out");
-  if (c.vm.count("held-out") && a.held_out < 1) {
-    return usage_error("dla", "--held-out " + format_number(a.held_out) + ": at least 1 row",
-                       a.options);
+  if (const int code = parse_input_set("dla", c, a.inputs, DlaArgs::kInputs); code >= 0) {
+    return code;
   }
   if (a.top < 1) return usage_error("dla", "--top must be at least 1", a.options);
   if (const int code = parse_interventions("dla", a.intervene, a.options); code >= 0) return code;
@@ -155,62 +142,34 @@ void print_summary(const interp::DlaSummary& s, int64_t top, const std::string& 
 int run_dla(DlaArgs& a) {
   const CheckpointArgs& c = a.checkpoint;
   const std::string what = a.dla.versus >= 0 ? "the logit difference" : "the logit";
-  if (c.vm.count("held-out")) {
-    const train::TrainedModel trained = load_trained(c);
-    const std::unique_ptr<train::Trainer> trainer = train::scoring_trainer(trained);
-    const nn::SequenceBatch& heldout = trainer->heldout();
-    const int64_t available = heldout.inputs.shape.at(0);
-    if (a.held_out > available) {
-      return usage_error("dla",
-                         "--held-out " + format_number(a.held_out) + ": the held-out set has " +
-                             format_number(available) + " rows",
-                         a.options);
-    }
-    nn::SequenceModel& model = *trained.model;
-    if (const int code = check_ranges(a, heldout.inputs.shape.at(1), model.config().vocab_size);
+  std::optional<InputSet> set;
+  if (const int code = load_input_set("dla", c, a.inputs, set); code >= 0) return code;
+  nn::SequenceModel& model = set->model();
+  for (const InputGroup& group : set->groups) {
+    if (const int code = check_ranges(a, group.batch.inputs.shape.at(1), model.config().vocab_size);
         code >= 0) {
       return code;
     }
-    interp::DlaSummary summary;
-    {
-      std::optional<interp::AppliedInterventions> applied;
-      if (const int code = apply_interventions("dla", a.intervene, trained, a.options, applied);
-          code >= 0) {
-        return code;
-      }
-      nn::EvalScope eval(model);
-      summary = interp::summarize_dla(model, heldout, a.dla, a.held_out);
-    }
-    print_summary(summary, a.top, what, "held-out row");
-    if (!c.out.empty()) {
-      interp::write_dla_file(c.out, summary, a.dla, nullptr, {});
-      std::printf("wrote the attribution of %zu parts to %s\n", summary.labels.size(),
-                  c.out.c_str());
-    }
-    return kExitOk;
   }
-  std::optional<PromptedRun> loaded;
-  if (const int code = load_prompted_run("dla", c, loaded); code >= 0) return code;
-  nn::SequenceModel& model = *loaded->trained.model;
+  interp::DlaReduction reduction;
+  const int64_t rows = rows_per_batch(a.inputs, forward_bytes_per_row(*set));
   std::optional<interp::AppliedInterventions> applied;
-  if (const int code = apply_interventions("dla", a.intervene, loaded->trained, a.options, applied);
+  if (const int code = apply_interventions("dla", a.intervene, set->trained, a.options, applied);
       code >= 0) {
     return code;
   }
-  std::vector<int64_t> answer;
-  const nn::SequenceBatch batch = answered_batch(*loaded, answer);
-  if (const int code = check_ranges(a, batch.inputs.shape.at(1), model.config().vocab_size);
-      code >= 0) {
-    return code;
-  }
-  interp::DlaSummary summary;
   {
     nn::EvalScope eval(model);
-    summary = interp::summarize_dla(model, batch, a.dla);
+    for_each_batch(*set, rows, [&](const InputGroup&, const nn::SequenceBatch& batch, int64_t) {
+      reduction.add(interp::direct_logit_attribution(model, batch, a.dla));
+    });
   }
-  print_summary(summary, a.top, what, "prompt");
+  const interp::DlaSummary summary = reduction.summary();
+  print_summary(summary, a.top, what, c.vm.count("held-out") ? "held-out row" : "prompt");
   if (!c.out.empty()) {
-    interp::write_dla_file(c.out, summary, a.dla, &batch, answer);
+    const InputGroup& first = set->groups.front();
+    interp::write_dla_file(c.out, summary, a.dla, set->prompt ? &first.batch : nullptr,
+                           first.answers.front());
     std::printf("wrote the attribution of %zu parts to %s\n", summary.labels.size(), c.out.c_str());
   }
   return kExitOk;

@@ -3,12 +3,15 @@
 // induction heads, and optionally an HDF5 file for scripts/plot_heads.py.
 #include <cstdio>
 
+#include "autograd/graph.h"
 #include "cli/checkpoint_args.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
+#include "cli/input_set_option.h"
 #include "cli/options.h"
 #include "interp/files/head_scores_file.h"
 #include "interp/head_scores.h"
+#include "nn/hooks.h"
 
 namespace gradlab::cli {
 namespace {
@@ -26,11 +29,14 @@ struct HeadsArgs {
         "sequences", po::value(&scores.sequences)->default_value(scores.sequences),
         "random sequences the scores are averaged over")(
         "seed", po::value(&scores.seed)->default_value(scores.seed), "seed of the random tokens");
+    add_input_set_options(checkpoint, inputs, kInputs);
     add_output_options(
         checkpoint, {.help = "also write the scores to this (new) HDF5 file", .required = false});
     add_checkpoint_options(checkpoint);
   }
+  static constexpr InputSetFlags kInputs{.prompt = false, .memory = "a batch's activations"};
   interp::HeadScoreOptions scores;
+  InputSetArgs inputs;  // instead of the random sequences: scored by their tokens
   CheckpointArgs checkpoint{
       "gradlab heads: previous-token, duplicate-token and induction scores of every attention "
       "head, on n random tokens repeated twice (docs/hooks.md)\nOptions"};
@@ -47,6 +53,18 @@ int parse_heads(const Arguments& args, HeadsArgs& a) {
                        "--length " + std::to_string(a.scores.length) +
                            ": at least 2 (with one token a copy the induction key is the query)",
                        c.options);
+  }
+  if (const int code = parse_input_set("heads", a.checkpoint, a.inputs, HeadsArgs::kInputs);
+      code >= 0) {
+    return code;
+  }
+  for (const char* flag : {"length", "sequences", "seed"}) {
+    if (a.inputs.given && c.vm.count(flag) && !c.vm[flag].defaulted()) {
+      return usage_error("heads",
+                         "--" + std::string(flag) +
+                             " sizes the random sequences, which --data and --held-out replace",
+                         c.options);
+    }
   }
   if (a.scores.sequences < 1) {
     return usage_error(
@@ -105,7 +123,52 @@ void print_induction_heads(const std::vector<interp::LayerHeadScores>& scores,
   }
 }
 
+// The scores over the data set's sequences, batch by batch.
+int data_set_scores(HeadsArgs& a, std::vector<interp::LayerHeadScores>& scores) {
+  std::optional<InputSet> set;
+  if (const int code = load_input_set("heads", a.checkpoint, a.inputs, set); code >= 0) {
+    return code;
+  }
+  nn::SequenceModel& model = set->model();
+  if (!set->groups.front().batch.source.shape.empty()) {
+    return usage_error("heads",
+                       "--data and --held-out score a decoder's own sequences; " +
+                           a.checkpoint.checkpoint +
+                           " is an encoder-decoder's (its random sequences score every attention)",
+                       a.checkpoint.options);
+  }
+  interp::HeadScoreReduction reduction;
+  {
+    NoGradGuard no_grad;
+    nn::EvalScope eval(model);
+    const int64_t rows = rows_per_batch(a.inputs, forward_bytes_per_row(*set));
+    for_each_batch(*set, rows, [&](const InputGroup&, const nn::SequenceBatch& batch, int64_t) {
+      const nn::ActivationCache cache =
+          nn::run_with_cache(model, batch, "*hook_pattern", {.logits = false});
+      std::vector<Tensor> patterns;
+      for (const std::string& point : cache.names()) patterns.push_back(cache.at(point));
+      reduction.add(cache.names(), patterns, batch.inputs);
+    });
+  }
+  scores = reduction.scores();
+  std::printf("head scores of %s over %s, by their tokens\n", a.checkpoint.checkpoint.c_str(),
+              described(*set, a.inputs).c_str());
+  return -1;
+}
+
 int run_heads(HeadsArgs& a) {
+  if (a.inputs.given) {
+    std::vector<interp::LayerHeadScores> scores;
+    if (const int code = data_set_scores(a, scores); code >= 0) return code;
+    print_table(scores);
+    print_induction_heads(scores, a.checkpoint.checkpoint);
+    if (!a.checkpoint.out.empty()) {
+      interp::write_head_scores_file(a.checkpoint.out, scores, {.length = 0, .sequences = 0});
+      std::printf("wrote the scores of %zu points to %s\n", scores.size(),
+                  a.checkpoint.out.c_str());
+    }
+    return kExitOk;
+  }
   const train::TrainedModel trained = load_trained(a.checkpoint);
   nn::SequenceModel& model = *trained.model;
   if (const int64_t limit = interp::max_head_score_length(model); a.scores.length > limit) {

@@ -8,11 +8,13 @@
 #include <optional>
 
 #include "autograd/error.h"
+#include "autograd/format.h"
 #include "autograd/kinds.h"
 #include "autograd/ops.h"
 #include "cli/checkpoint_args.h"
 #include "cli/command_table.h"
 #include "cli/commands.h"
+#include "cli/input_set_option.h"
 #include "cli/intervene_option.h"
 #include "cli/options.h"
 #include "interp/attribution_patching.h"
@@ -49,6 +51,9 @@ struct PatchArgs {
   std::string method = "activation";
   PatchMethod method_id = PatchMethod::Activation;
   std::optional<int64_t> top;  // --top as given
+  static constexpr InputSetFlags kInputs{
+      .prompt = false, .pairs = true, .memory = "a batch's activations"};
+  InputSetArgs inputs;  // --data: pairs, scored by their mean logit difference
   InterveneOption intervene;
 };
 
@@ -59,10 +64,10 @@ const std::vector<std::string> kDefaultNames = {"*hook_resid_pre", "*hook_attn_o
 
 PatchArgs::PatchArgs() {
   checkpoint.options.add_options()(
-      "clean", po::value(&clean)->required(),
+      "clean", po::value(&clean),
       "the clean prompt: tokens of the checkpoint's task (as --input of predict), or a language "
       "model's text (as --prompt of activations)")(
-      "corrupt", po::value(&corrupt)->required(),
+      "corrupt", po::value(&corrupt),
       "the corrupted prompt, of the same length, whose answer differs")(
       "names", po::value(&names)->multitoken(),
       "hook points to patch: names or globs; default '*hook_resid_pre' '*hook_attn_out' "
@@ -84,6 +89,7 @@ PatchArgs::PatchArgs() {
        "(default " +
        std::to_string(kDefaultTop) + ")")
           .c_str());
+  add_input_set_options(checkpoint, inputs, kInputs);
   add_intervene_option(checkpoint.options, intervene,
                        "the clean and the corrupted runs alike, patched or not");
   add_output_options(checkpoint,
@@ -92,9 +98,17 @@ PatchArgs::PatchArgs() {
 }
 
 int parse_patch(const Arguments& args, PatchArgs& a) {
-  if (const int code = parse_with_output("patch", args, a.checkpoint, "the patching results");
-      code >= 0) {
+  CheckpointArgs& c = a.checkpoint;
+  if (const int code = parse_with_output("patch", args, c, "the patching results"); code >= 0) {
     return code;
+  }
+  if (const int code = parse_input_set("patch", c, a.inputs, PatchArgs::kInputs); code >= 0) {
+    return code;
+  }
+  const size_t prompts = c.vm.count("clean") + c.vm.count("corrupt");
+  if (a.inputs.given ? prompts != 0 : prompts != 2) {
+    return usage_error("patch", "give --clean and --corrupt, or --data (a file of pairs)",
+                       c.options);
   }
   try {
     a.method_id = row_named(kPatchMethods, a.method, "patching method", "--method: ").id;
@@ -113,6 +127,12 @@ int parse_patch(const Arguments& args, PatchArgs& a) {
   if (!a.path.empty() && a.method_id != PatchMethod::Activation) {
     return usage_error("patch", "--path patches a path exactly: it takes no --method " + a.method,
                        a.checkpoint.options);
+  }
+  if (a.inputs.given && (!a.path.empty() || a.method_id != PatchMethod::Activation)) {
+    return usage_error("patch",
+                       "--data averages activation patching over pairs; --path and --method "
+                       "attribution take one pair, --clean and --corrupt",
+                       c.options);
   }
   return parse_interventions("patch", a.intervene, a.options);
 }
@@ -331,7 +351,35 @@ int run_attribution(const PatchArgs& a, const std::vector<interp::PatchSite>& si
   return kExitOk;
 }
 
+// The points --names patches (by default those of kDefaultNames the model has) as sites; returns
+// -1, or the usage exit code for names that match no point.
+int choose_sites(const PatchArgs& a, const std::vector<nn::HookPointInfo>& points,
+                 std::vector<interp::PatchSite>& sites) {
+  std::vector<std::string> patterns = a.names;
+  if (patterns.empty()) {
+    // An attention-only model has no hook_mlp_out: the defaults are the points it has.
+    for (const std::string& name : kDefaultNames) {
+      const nn::HookFilter filter(name);
+      if (std::any_of(points.begin(), points.end(),
+                      [&](const nn::HookPointInfo& p) { return filter.matches(p.name); })) {
+        patterns.push_back(name);
+      }
+    }
+  }
+  std::optional<nn::HookFilter> filter;
+  try {
+    filter = nn::any_of_points(points, patterns, "--names");
+  } catch (const ConfigError& e) {
+    return usage_error("patch", e.what(), a.checkpoint.options);
+  }
+  sites = interp::patch_sites(points, *filter, a.per_position);
+  return -1;
+}
+
+int run_patch_pairs(const PatchArgs& a);
+
 int run_patch(PatchArgs& a) {
+  if (a.inputs.given) return run_patch_pairs(a);
   CheckpointArgs& c = a.checkpoint;
   const train::TrainedModel loaded = load_trained(c);
   std::optional<PromptedRun> clean_run, corrupt_run;
@@ -371,24 +419,8 @@ int run_patch(PatchArgs& a) {
   }
   if (!a.path.empty()) return run_path_patch(a, model, results, metric);
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, results.corrupt);
-  std::vector<std::string> patterns = a.names;
-  if (patterns.empty()) {
-    // An attention-only model has no hook_mlp_out: the defaults are the points it has.
-    for (const std::string& name : kDefaultNames) {
-      const nn::HookFilter filter(name);
-      if (std::any_of(points.begin(), points.end(),
-                      [&](const nn::HookPointInfo& p) { return filter.matches(p.name); })) {
-        patterns.push_back(name);
-      }
-    }
-  }
-  std::optional<nn::HookFilter> filter;
-  try {
-    filter = nn::any_of_points(points, patterns, "--names");
-  } catch (const ConfigError& e) {
-    return usage_error("patch", e.what(), c.options);
-  }
-  const std::vector<interp::PatchSite> sites = interp::patch_sites(points, *filter, a.per_position);
+  std::vector<interp::PatchSite> sites;
+  if (const int code = choose_sites(a, points, sites); code >= 0) return code;
   if (a.method_id == PatchMethod::Attribution) {
     return run_attribution(a, sites, metric, points, *clean_run, *corrupt_run, results);
   }
@@ -401,6 +433,93 @@ int run_patch(PatchArgs& a) {
   print_runs(results, metric, *clean_run, *corrupt_run);
   std::printf("patched from the clean run (0: the corrupted run, 1: the clean run):\n");
   print_results(results, *clean_run);
+  if (!c.out.empty()) {
+    interp::write_patching_file(c.out, results);
+    std::printf("wrote %zu rows to %s\n", results.rows.size(), c.out.c_str());
+  }
+  return kExitOk;
+}
+
+// Activation patching over --data's pairs, batch by batch: each run's logit difference summed
+// over the pairs, and each site scored by the means (0: the corrupted runs, 1: the clean ones).
+int run_patch_pairs(const PatchArgs& a) {
+  const CheckpointArgs& c = a.checkpoint;
+  std::optional<InputSet> clean, corrupt;
+  if (const int code = load_prompt_pairs("patch", c, a.inputs, clean, corrupt); code >= 0) {
+    return code;
+  }
+  if (const int code =
+          refuse_unequal_lengths("patch", c, *clean, "the pairs are patched at the same sites");
+      code >= 0) {
+    return code;
+  }
+  nn::SequenceModel& model = clean->model();
+  std::optional<interp::AppliedInterventions> applied;
+  if (const int code =
+          apply_interventions("patch", a.intervene, clean->trained, c.options, applied);
+      code >= 0) {
+    return code;
+  }
+  interp::PatchingResults results;
+  results.clean = rows_of(clean->groups.front().batch, 0, 1);
+  results.corrupt = rows_of(corrupt->groups.front().batch, 0, 1);
+  results.clean_answer = clean->groups.front().answers.front();
+  results.corrupt_answer = corrupt->groups.front().answers.front();
+  const std::vector<nn::HookPointInfo> points = nn::hook_points(model, results.corrupt);
+  std::vector<interp::PatchSite> sites;
+  if (const int code = choose_sites(a, points, sites); code >= 0) return code;
+  interp::PatchedMetrics sums{0, 0, std::vector<double>(sites.size(), 0.0)};
+  std::string alike;  // the first pair the model answers alike
+  {
+    nn::EvalScope eval(model);
+    // A batch runs the clean and the corrupted rows.
+    const int64_t rows = rows_per_batch(a.inputs, 2 * forward_bytes_per_row(*clean));
+    for_each_pair_batch(*clean, *corrupt, rows,
+                        [&](const nn::SequenceBatch& clean_rows,
+                            const nn::SequenceBatch& corrupt_rows, int64_t first) {
+                          if (!alike.empty()) return;
+                          // Each row's answer positions, at flat positions r * T + t of the batch's
+                          // logits.
+                          LogitDifference metric;
+                          const int64_t T = clean_rows.inputs.shape.at(1);
+                          for (int64_t r = 0; r < clean_rows.inputs.shape.at(0); ++r) {
+                            const LogitDifference row =
+                                logit_difference(rows_of(clean_rows, r, 1),
+                                                 rows_of(corrupt_rows, r, 1), clean->text());
+                            if (row.positions.empty()) {
+                              alike = clean->origins[static_cast<size_t>(first + r)];
+                              return;
+                            }
+                            for (size_t i = 0; i < row.positions.size(); ++i) {
+                              metric.positions.push_back(r * T + row.positions[i]);
+                              metric.clean_tokens.push_back(row.clean_tokens[i]);
+                              metric.corrupt_tokens.push_back(row.corrupt_tokens[i]);
+                            }
+                          }
+                          const interp::PatchedMetrics found =
+                              interp::patch_each(model, clean_rows, corrupt_rows, sites, metric);
+                          sums.clean += found.clean;
+                          sums.corrupt += found.corrupt;
+                          for (size_t i = 0; i < sites.size(); ++i)
+                            sums.patched[i] += found.patched[i];
+                        });
+  }
+  if (!alike.empty()) {
+    return usage_error(
+        "patch", alike + ": the model answers both prompts alike; each pair must change the answer",
+        c.options);
+  }
+  const auto pairs = static_cast<double>(clean->examples);
+  for (double& value : sums.patched) value /= pairs;
+  fill_rows(results, sites, points, sums.patched, sums.clean / pairs, sums.corrupt / pairs);
+  std::printf(
+      "%s pairs of --data %s: the mean logit difference (clean answer's logit minus the corrupted "
+      "answer's, summed over each pair's answer positions where they differ): clean %.4f, "
+      "corrupted %.4f\npatched from the clean runs (0: the corrupted runs, 1: the clean runs; the "
+      "header shows the first pair):\n",
+      format_number(clean->examples).c_str(), a.inputs.data.c_str(), results.clean_difference,
+      results.corrupt_difference);
+  print_results(results, PromptedRun{clean->trained, {}, 0, 0, std::nullopt});
   if (!c.out.empty()) {
     interp::write_patching_file(c.out, results);
     std::printf("wrote %zu rows to %s\n", results.rows.size(), c.out.c_str());

@@ -332,6 +332,33 @@ DlaRows direct_logit_attribution(const nn::SequenceModel& model, const nn::Seque
   return out;
 }
 
+void DlaReduction::add(const DlaRows& rows) {
+  const size_t N = rows.labels.size();
+  if (sums_.labels.empty()) {
+    sums_.labels = rows.labels;
+    sums_.mean.assign(N, 0.0);
+    m2_.assign(N, 0.0);
+  }
+  for (size_t r = 0; r < rows.logits.size(); ++r) {
+    ++sums_.rows;
+    logit_sum_ += rows.logits[r];
+    for (size_t n = 0; n < N; ++n) {
+      const double x = rows.contributions[r * N + n];
+      const double delta = x - sums_.mean[n];
+      sums_.mean[n] += delta / static_cast<double>(sums_.rows);
+      m2_[n] += delta * (x - sums_.mean[n]);
+    }
+  }
+}
+
+DlaSummary DlaReduction::summary() const {
+  if (sums_.rows == 0) throw ConfigError("direct logit attribution: no rows to reduce");
+  DlaSummary out = sums_;
+  for (const double s : m2_) out.std.push_back(std::sqrt(s / static_cast<double>(out.rows)));
+  out.logit_mean = logit_sum_ / static_cast<double>(out.rows);
+  return out;
+}
+
 DlaSummary summarize_dla(const nn::SequenceModel& model, const nn::SequenceBatch& batch,
                          const DlaOptions& options, int64_t rows, int64_t batch_size) {
   const int64_t available = batch.inputs.shape.at(0);
@@ -340,35 +367,15 @@ DlaSummary summarize_dla(const nn::SequenceModel& model, const nn::SequenceBatch
     throw ConfigError("summarize_dla: " + format_number(rows) + " rows is not in [1, " +
                       format_number(available) + "], the rows the data set holds");
   }
-  DlaSummary out;
-  std::vector<double> m2;  // Welford's running sums of squared deviations, [N]
-  double logit_sum = 0;
+  DlaReduction reduction;
   for (int64_t begin = 0; begin < R; begin += batch_size) {
     const int64_t count = std::min(batch_size, R - begin);
     const nn::SequenceBatch part{rows_of(batch.source, begin, count),
                                  rows_of(batch.inputs, begin, count),
                                  rows_of(batch.targets, begin, count)};
-    const DlaRows found = direct_logit_attribution(model, part, options);
-    const size_t N = found.labels.size();
-    if (out.labels.empty()) {
-      out.labels = found.labels;
-      out.mean.assign(N, 0.0);
-      m2.assign(N, 0.0);
-    }
-    for (int64_t r = 0; r < count; ++r) {
-      ++out.rows;
-      logit_sum += found.logits[static_cast<size_t>(r)];
-      for (size_t n = 0; n < N; ++n) {
-        const double x = found.contributions[static_cast<size_t>(r) * N + n];
-        const double delta = x - out.mean[n];
-        out.mean[n] += delta / static_cast<double>(out.rows);
-        m2[n] += delta * (x - out.mean[n]);
-      }
-    }
+    reduction.add(direct_logit_attribution(model, part, options));
   }
-  for (const double s : m2) out.std.push_back(std::sqrt(s / static_cast<double>(out.rows)));
-  out.logit_mean = logit_sum / static_cast<double>(out.rows);
-  return out;
+  return reduction.summary();
 }
 
 }  // namespace gradlab::interp

@@ -122,6 +122,20 @@ struct DlaSummary {
   int64_t rows = 0;
 };
 
+// The running mean and spread per part of DlaRows added batch by batch (Welford's sums), so that
+// a data set streams: nothing holds more than one batch's rows.
+class DlaReduction {
+ public:
+  void add(const DlaRows& rows);
+  // Throws ConfigError when no row was added.
+  DlaSummary summary() const;
+
+ private:
+  DlaSummary sums_;         // mean and rows so far
+  std::vector<double> m2_;  // [N]: squared deviations
+  double logit_sum_ = 0;
+};
+
 // direct_logit_attribution over the first `rows` rows of batch (all of them for -1), in batches
 // of batch_size rows (streamed: one batch's activations alive at a time), reduced per part.
 // Throws as direct_logit_attribution, and ConfigError for rows outside [1, B].

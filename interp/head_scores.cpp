@@ -128,4 +128,63 @@ std::vector<LayerHeadScores> head_scores(nn::SequenceModel& model,
   return scores;
 }
 
+void HeadScoreReduction::add(const std::vector<std::string>& points,
+                             const std::vector<Tensor>& patterns, const Indices& tokens) {
+  const int64_t B = tokens.shape.at(0), T = tokens.shape.at(1);
+  if (sums_.empty()) {
+    for (const std::string& point : points) sums_.push_back({point, {}, {0, 0, 0}});
+  }
+  for (size_t p = 0; p < points.size(); ++p) {
+    const Shape& shape = patterns[p].shape();  // [B, H, Tq, Tk]
+    if (shape.size() != 4 || shape[0] != B || shape[2] != T || shape[3] != T) {
+      throw ShapeError("head scores: " + points[p] + " is " + to_string(shape) + "; expected [" +
+                       std::to_string(B) + ", H, " + std::to_string(T) + ", " + std::to_string(T) +
+                       "] for the tokens read");
+    }
+    const int64_t H = shape[1];
+    Sums& sums = sums_[p];
+    for (std::vector<double>& kind : sums.sum) kind.resize(static_cast<size_t>(H), 0.0);
+    const std::vector<double> values = patterns[p].to_vector();
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t* row = tokens.values.data() + b * T;
+      for (int64_t i = 0; i < T; ++i) {
+        // The keys each kind looks for from query i.
+        std::vector<int64_t> keys[3];
+        if (i >= 1) keys[0].push_back(i - 1);
+        for (int64_t j = 0; j < i; ++j) {
+          if (row[j] != row[i]) continue;
+          keys[1].push_back(j);
+          keys[2].push_back(j + 1);
+        }
+        for (size_t kind = 0; kind < 3; ++kind) {
+          if (keys[kind].empty()) continue;
+          ++sums.queries[kind];
+          for (int64_t h = 0; h < H; ++h) {
+            const double* weights = values.data() + ((b * H + h) * T + i) * T;
+            for (const int64_t j : keys[kind]) sums.sum[kind][static_cast<size_t>(h)] += weights[j];
+          }
+        }
+      }
+    }
+  }
+}
+
+std::vector<LayerHeadScores> HeadScoreReduction::scores() const {
+  std::vector<LayerHeadScores> out;
+  for (const Sums& sums : sums_) {
+    LayerHeadScores point{sums.point, {}, {}, {}};
+    std::vector<double>* kinds[3] = {&point.previous_token, &point.duplicate_token,
+                                     &point.induction};
+    for (size_t kind = 0; kind < 3; ++kind) {
+      for (const double sum : sums.sum[kind]) {
+        // A kind no query met (no token repeats) scores 0.
+        kinds[kind]->push_back(
+            sums.queries[kind] == 0 ? 0.0 : sum / static_cast<double>(sums.queries[kind]));
+      }
+    }
+    out.push_back(std::move(point));
+  }
+  return out;
+}
+
 }  // namespace gradlab::interp

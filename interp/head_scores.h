@@ -54,4 +54,26 @@ Indices head_score_tokens(const nn::SequenceModel& model, const HeadScoreOptions
 // hook_pattern point, and ShapeError for a pattern that is not [B, H, 2n, 2n].
 std::vector<LayerHeadScores> head_scores(nn::SequenceModel& model, const HeadScoreOptions& options);
 
+// The same three scores on sequences of a data set, by the tokens (TransformerLens's
+// detect_head): for each query i, the weight on key i - 1 (previous token), on the earlier keys
+// holding i's token (duplicate token) and on the keys just after those (induction), averaged
+// over the queries that have such a key. On head_score_tokens of distinct tokens they are
+// head_scores' own. Sums run batch by batch, so that a data set streams.
+class HeadScoreReduction {
+ public:
+  // The patterns of the points of one batch, [B, H, T, T] each, and the tokens [B, T] it read.
+  // Throws ShapeError for a pattern that is not [B, H, T, T] of tokens' B and T.
+  void add(const std::vector<std::string>& points, const std::vector<Tensor>& patterns,
+           const Indices& tokens);
+  std::vector<LayerHeadScores> scores() const;
+
+ private:
+  struct Sums {
+    std::string point;
+    std::vector<double> sum[3];  // [H] per kind: previous, duplicate, induction
+    int64_t queries[3] = {0, 0, 0};
+  };
+  std::vector<Sums> sums_;
+};
+
 }  // namespace gradlab::interp

@@ -104,4 +104,57 @@ LensProbabilities lens_probabilities(const std::vector<LensLayer>& lens, const I
   return out;
 }
 
+void LensReduction::add(const std::vector<LensLayer>& lens, const Indices& targets,
+                        const std::vector<int64_t>& at) {
+  const int64_t R = targets.shape.at(0), T = targets.shape.at(1);
+  const int64_t P = at.empty() ? T : 1;
+  if (sums_.layers.empty()) {
+    for (const LensLayer& layer : lens) sums_.layers.push_back(layer.name);
+    sums_.positions = P;
+    sums_.target_probability.assign(lens.size() * static_cast<size_t>(P), 0.0);
+    counts_.assign(static_cast<size_t>(P), 0);
+  }
+  if (P != sums_.positions || lens.size() != sums_.layers.size() ||
+      (!at.empty() && static_cast<int64_t>(at.size()) != R)) {
+    throw ShapeError("logit lens: a batch of " + format_number(T) + " positions and " +
+                     format_number(static_cast<int64_t>(lens.size())) +
+                     " layers where the first had " + format_number(sums_.positions) + " and " +
+                     format_number(static_cast<int64_t>(sums_.layers.size())));
+  }
+  for (size_t l = 0; l < lens.size(); ++l) {
+    const int64_t vocab = lens[l].logits.size(-1);
+    if (lens[l].logits.shape() != Shape{R, T, vocab}) {
+      throw ShapeError("logit lens: " + lens[l].name + "'s logits " +
+                       to_string(lens[l].logits.shape()) + " are not [" + format_number(R) + ", " +
+                       format_number(T) + ", V]");
+    }
+    const std::vector<double> logits = lens[l].logits.to_vector();  // [R, T, V]
+    for (int64_t r = 0; r < R; ++r) {
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t t = at.empty() ? p : at[static_cast<size_t>(r)];
+        const int64_t target = targets.values[static_cast<size_t>(r * T + t)];
+        if (target == nn::kIgnoreTarget) continue;
+        const std::vector<double> probabilities =
+            softmax_row(logits.data() + (r * T + t) * vocab, static_cast<size_t>(vocab));
+        sums_.target_probability[l * static_cast<size_t>(P) + static_cast<size_t>(p)] +=
+            probabilities.at(static_cast<size_t>(target));
+        if (l == 0) ++counts_[static_cast<size_t>(p)];
+      }
+    }
+  }
+  sums_.rows += R;
+}
+
+LensMean LensReduction::mean() const {
+  if (sums_.rows == 0) throw ConfigError("logit lens: no rows to reduce");
+  LensMean out = sums_;
+  const auto P = static_cast<size_t>(out.positions);
+  for (size_t i = 0; i < out.target_probability.size(); ++i) {
+    const int64_t count = counts_[i % P];
+    out.target_probability[i] = count == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                           : out.target_probability[i] / static_cast<double>(count);
+  }
+  return out;
+}
+
 }  // namespace gradlab::interp

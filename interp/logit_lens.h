@@ -43,4 +43,28 @@ struct LensProbabilities {
 LensProbabilities lens_probabilities(const std::vector<LensLayer>& lens, const Indices& targets,
                                      int64_t top_k);
 
+// The mean of p(target) per layer over the sequences of a data set, at every position or at one
+// position per sequence (its answer's), summed batch by batch so that a data set streams.
+struct LensMean {
+  std::vector<std::string> layers;         // [L + 1]
+  int64_t positions = 0;                   // P: T, or 1 at the answer
+  std::vector<double> target_probability;  // [L + 1, P]: NaN where no sequence has a target
+  int64_t rows = 0;
+};
+
+class LensReduction {
+ public:
+  // lens [L + 1] of logits [R, T, V] against targets [R, T]; at [R] each row's one position, or
+  // empty for every position (then every batch has the first one's T). Throws ShapeError for
+  // shapes that do not match.
+  void add(const std::vector<LensLayer>& lens, const Indices& targets,
+           const std::vector<int64_t>& at);
+  // Throws ConfigError when no row was added.
+  LensMean mean() const;
+
+ private:
+  LensMean sums_;                // target_probability holds the sums
+  std::vector<int64_t> counts_;  // [P]: the rows with a target there
+};
+
 }  // namespace gradlab::interp

@@ -1,7 +1,8 @@
 // The HDF5 file `gradlab heads` writes, read by scripts/plot_heads.py (docs/hooks.md, "Head
 // scores"): float64 /previous_token, /duplicate_token and /induction [L, H] (a row per
 // hook_pattern point, in forward order), /points fixed-length strings [L], and on the root the
-// int64 attributes length (n) and sequences and the uint64 attribute seed.
+// int64 attributes length (n) and sequences and the uint64 attribute seed (length and sequences
+// 0 for scores over --data or --held-out, which read no random sequences).
 #pragma once
 
 #include <string>

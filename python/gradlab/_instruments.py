@@ -1,9 +1,12 @@
 """The instruments of gradlab's interp/ as functions: head scores, the logit lens, ablation,
-activation, path and attribution patching; and reading the datasets of the files gradlab's
+activation, path and attribution patching; data sets of prompts in batches of one length,
+and the mean of an instrument over them; and reading the datasets of the files gradlab's
 commands write."""
 
 import functools
 import os
+
+import numpy as np
 
 from gradlab import _filters, _native
 
@@ -60,3 +63,45 @@ def attribution_patch(model, clean, corrupt, names_filter, metric, per_position=
 def read_dataset(path, name):
     """A numeric dataset of an HDF5 file gradlab wrote (`gradlab activations`, `lens`)."""
     return _native.read_dataset(os.fspath(path), name)
+
+
+def batches(model, prompts, batch_size=32):
+    """Prompts (a language model's strings, or token id lists) in batches of one length, as the
+    commands' --data streams them: yields (indices [R], tokens [R, T]) with R <= batch_size, the
+    prompts grouped by length in the order each length first appears."""
+    if batch_size < 1:
+        raise ValueError(f"batches: batch_size {batch_size}: at least 1")
+    groups = {}
+    for index, prompt in enumerate(prompts):
+        if isinstance(prompt, str):
+            tokens = model.to_tokens(prompt)[0]
+        else:
+            tokens = np.asarray(prompt, dtype=np.int64)
+        if tokens.ndim != 1 or tokens.size == 0:
+            raise ValueError(f"batches: prompt {index} is not a non-empty list of token ids")
+        groups.setdefault(tokens.size, []).append((index, tokens))
+    if not groups:
+        raise ValueError("batches: no prompts")
+    for group in groups.values():
+        for first in range(0, len(group), batch_size):
+            rows = group[first:first + batch_size]
+            yield (np.array([index for index, _ in rows], dtype=np.int64),
+                   np.stack([tokens for _, tokens in rows]))
+
+
+def mean_over(model, prompts, instrument, batch_size=32):
+    """The mean over the prompts of instrument(tokens [R, T]) -> array [R, ...], summed in
+    float64 batch by batch (batches), so that only one batch's results are alive at a time."""
+    total, count = None, 0
+    for indices, tokens in batches(model, prompts, batch_size):
+        values = np.asarray(instrument(tokens), dtype=np.float64)
+        if values.ndim == 0 or values.shape[0] != len(indices):
+            raise ValueError(f"mean_over: the instrument gave {values.shape} for {len(indices)} "
+                             "prompts; it must give one row per prompt")
+        if total is not None and values.shape[1:] != total.shape:
+            raise ValueError(f"mean_over: prompt {indices[0]} gives rows of {values.shape[1:]}, "
+                             f"the first {total.shape}: reduce each prompt to one shape (its "
+                             "answer position, say)")
+        total = values.sum(axis=0) if total is None else total + values.sum(axis=0)
+        count += len(indices)
+    return total / count

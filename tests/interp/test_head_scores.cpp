@@ -117,6 +117,40 @@ TEST(HeadScores, EqualTheCachedPatternsReadByHand) {
   }
 }
 
+// By the tokens, on two copies of distinct tokens, the reduction finds exactly the keys the
+// diagonals hold: the same scores, batch by batch as at once.
+TEST(HeadScores, TheReductionByTokensEqualsTheDiagonalsOnDistinctCopies) {
+  const HeadScoreOptions options{.length = 5, .sequences = 3, .seed = 4};
+  const std::shared_ptr<SequenceModel> model = model_of("decoder", DType::Float64, 8);
+  const std::vector<LayerHeadScores> expected = head_scores(*model, options);
+  model->eval();
+  const Indices tokens = head_score_tokens(*model, options);
+  HeadScoreReduction reduction;
+  for (int64_t b = 0; b < 3; ++b) {  // one sequence a batch
+    const int64_t T = tokens.shape[1];
+    const Indices row({1, T}, std::vector<int64_t>(tokens.values.begin() + b * T,
+                                                   tokens.values.begin() + (b + 1) * T));
+    const ActivationCache cache =
+        run_with_cache(*model, batch_of(*model, row), "*hook_pattern", {.logits = false});
+    std::vector<Tensor> patterns;
+    for (const std::string& name : cache.names()) patterns.push_back(cache.at(name));
+    reduction.add(cache.names(), patterns, row);
+  }
+  const std::vector<LayerHeadScores> scores = reduction.scores();
+  ASSERT_EQ(scores.size(), expected.size());
+  for (size_t l = 0; l < scores.size(); ++l) {
+    EXPECT_EQ(scores[l].point, expected[l].point);
+    for (size_t h = 0; h < expected[l].induction.size(); ++h) {
+      EXPECT_NEAR(scores[l].previous_token[h], expected[l].previous_token[h], 1e-12);
+      EXPECT_NEAR(scores[l].duplicate_token[h], expected[l].duplicate_token[h], 1e-12);
+      EXPECT_NEAR(scores[l].induction[h], expected[l].induction[h], 1e-12);
+    }
+  }
+  EXPECT_THROW(
+      reduction.add({scores[0].point}, {Tensor::zeros({1, 2, 3, 3}, DType::Float64)}, tokens),
+      ShapeError);
+}
+
 // With zero queries every key a query sees gets the same weight: 1 / (i + 1) under the causal
 // mask, 1 / 2n where a query sees every key (the encoder, cross-attention).
 TEST(HeadScores, UniformAttentionScoresOneOverTheKeysSeen) {

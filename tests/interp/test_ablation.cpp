@@ -7,6 +7,7 @@
 
 #include "interp/ablation.h"
 #include "tests/train/small_run.h"
+#include "train/trainer.h"
 
 namespace gradlab::testing {
 namespace test_ablation {

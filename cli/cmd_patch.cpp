@@ -461,8 +461,8 @@ int run_patch_pairs(const PatchArgs& a) {
     return code;
   }
   interp::PatchingResults results;
-  results.clean = rows_of(clean->groups.front().batch, 0, 1);
-  results.corrupt = rows_of(corrupt->groups.front().batch, 0, 1);
+  results.clean = nn::rows_of(clean->groups.front().batch, 0, 1);
+  results.corrupt = nn::rows_of(corrupt->groups.front().batch, 0, 1);
   results.clean_answer = clean->groups.front().answers.front();
   results.corrupt_answer = corrupt->groups.front().answers.front();
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, results.corrupt);
@@ -484,8 +484,8 @@ int run_patch_pairs(const PatchArgs& a) {
                           const int64_t T = clean_rows.inputs.shape.at(1);
                           for (int64_t r = 0; r < clean_rows.inputs.shape.at(0); ++r) {
                             const LogitDifference row =
-                                logit_difference(rows_of(clean_rows, r, 1),
-                                                 rows_of(corrupt_rows, r, 1), clean->text());
+                                logit_difference(nn::rows_of(clean_rows, r, 1),
+                                                 nn::rows_of(corrupt_rows, r, 1), clean->text());
                             if (row.positions.empty()) {
                               alike = clean->origins[static_cast<size_t>(first + r)];
                               return;

@@ -19,16 +19,6 @@ namespace {
 
 namespace po = boost::program_options;
 
-// Rows [begin, begin + count) of a [B, ...] token array (empty stays empty).
-Indices token_rows(const Indices& tokens, int64_t begin, int64_t count) {
-  if (tokens.shape.empty()) return tokens;
-  Shape shape = tokens.shape;
-  const int64_t row = tokens.numel() / shape[0];
-  shape[0] = count;
-  return Indices(shape, std::vector<int64_t>(tokens.values.begin() + begin * row,
-                                             tokens.values.begin() + (begin + count) * row));
-}
-
 // Appends the one-row batch `row` to group (whose rows have its lengths).
 void append_row(InputGroup& group, const nn::SequenceBatch& row) {
   const auto append = [](Indices& to, const Indices& from) {
@@ -132,7 +122,7 @@ int read_held_out(const std::string& command, const CheckpointArgs& c, const Inp
   }
   std::map<std::pair<int64_t, int64_t>, size_t> group_of;
   for (int64_t r = 0; r < s.held_out; ++r) {
-    const nn::SequenceBatch row = rows_of(heldout, r, 1);
+    const nn::SequenceBatch row = nn::rows_of(heldout, r, 1);
     add_example(set, group_of, row, targets_of(row.targets), "--held-out row " + format_number(r));
   }
   return -1;
@@ -332,7 +322,7 @@ void for_each_batch(
     const int64_t R = group.batch.inputs.shape.at(0);
     for (int64_t first = 0; first < R; first += rows) {
       const int64_t count = std::min(rows, R - first);
-      visit(group, rows_of(group.batch, first, count), first);
+      visit(group, nn::rows_of(group.batch, first, count), first);
     }
   }
 }
@@ -344,14 +334,9 @@ void for_each_pair_batch(
   for_each_batch(
       clean, rows, [&](const InputGroup& group, const nn::SequenceBatch& batch, int64_t first) {
         const size_t index = static_cast<size_t>(&group - clean.groups.data());
-        visit(batch, rows_of(corrupt.groups[index].batch, first, batch.inputs.shape.at(0)),
+        visit(batch, nn::rows_of(corrupt.groups[index].batch, first, batch.inputs.shape.at(0)),
               group.examples[static_cast<size_t>(first)]);
       });
-}
-
-nn::SequenceBatch rows_of(const nn::SequenceBatch& batch, int64_t begin, int64_t count) {
-  return {token_rows(batch.source, begin, count), token_rows(batch.inputs, begin, count),
-          token_rows(batch.targets, begin, count)};
 }
 
 std::vector<int64_t> answer_positions(const nn::SequenceBatch& batch, bool text) {

@@ -111,9 +111,6 @@ void for_each_pair_batch(
     const std::function<void(const nn::SequenceBatch& clean, const nn::SequenceBatch& corrupt,
                              int64_t first_example)>& visit);
 
-// Rows [begin, begin + count) of batch.
-nn::SequenceBatch rows_of(const nn::SequenceBatch& batch, int64_t begin, int64_t count);
-
 // Each row's answer position in batch: a toy task's first position with a target (where the
 // model reads the separator and predicts the answer's first token), a language model's last
 // position (where it predicts the next token). [R]

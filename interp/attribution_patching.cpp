@@ -74,13 +74,7 @@ AttributedMetrics attribute_each(const nn::SequenceModel& model, const nn::Seque
                      " (or their sources differ): it needs sequences of the same lengths");
   }
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, corrupt);
-  std::vector<std::string> names;
-  for (const PatchSite& site : sites) names.push_back(site.point);
-  const nn::HookFilter patched(
-      [&](const std::string& name) {
-        return std::find(names.begin(), names.end(), name) != names.end();
-      },
-      "the patched points");
+  const nn::HookFilter patched = points_of(sites);
   std::map<std::string, Tensor> corrupt_values, gradients;
   const nn::HookFunction read_value = [&](const Tensor& value, const std::string& name) {
     corrupt_values[name] = value.detach().clone();
@@ -107,7 +101,7 @@ AttributedMetrics attribute_each(const nn::SequenceModel& model, const nn::Seque
   metrics.clean = metric(clean_cache.logits).item();
   std::map<std::string, CellSums> cells;
   for (const nn::HookPointInfo& point : points) {
-    if (std::find(names.begin(), names.end(), point.name) == names.end()) continue;
+    if (!patched.matches(point.name)) continue;
     const auto gradient = gradients.find(point.name);
     cells[point.name] = cell_sums(clean_cache.at(point.name), corrupt_values.at(point.name),
                                   gradient == gradients.end() ? Tensor() : gradient->second, point);

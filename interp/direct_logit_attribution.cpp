@@ -81,16 +81,6 @@ Tensor bias_part(const Tensor& bias, const Shape& residual) {
   return broadcast_to(bias, shape);
 }
 
-// Rows [begin, begin + count) of a [B, ...] token array (empty stays empty).
-Indices rows_of(const Indices& tokens, int64_t begin, int64_t count) {
-  if (tokens.shape.empty()) return tokens;
-  Shape shape = tokens.shape;
-  const int64_t row = tokens.numel() / shape[0];
-  shape[0] = count;
-  return Indices(shape, std::vector<int64_t>(tokens.values.begin() + begin * row,
-                                             tokens.values.begin() + (begin + count) * row));
-}
-
 }  // namespace
 
 std::vector<std::string> residual_blocks(const nn::SequenceModel& model) {
@@ -370,10 +360,7 @@ DlaSummary summarize_dla(const nn::SequenceModel& model, const nn::SequenceBatch
   DlaReduction reduction;
   for (int64_t begin = 0; begin < R; begin += batch_size) {
     const int64_t count = std::min(batch_size, R - begin);
-    const nn::SequenceBatch part{rows_of(batch.source, begin, count),
-                                 rows_of(batch.inputs, begin, count),
-                                 rows_of(batch.targets, begin, count)};
-    reduction.add(direct_logit_attribution(model, part, options));
+    reduction.add(direct_logit_attribution(model, nn::rows_of(batch, begin, count), options));
   }
   return reduction.summary();
 }

@@ -70,6 +70,16 @@ bool positions_are_source(const nn::HookPointInfo& point) {
           point.name.find(".cross_attn.") != std::string::npos);
 }
 
+nn::HookFilter points_of(const std::vector<PatchSite>& sites) {
+  std::vector<std::string> names;
+  for (const PatchSite& site : sites) names.push_back(site.point);
+  return nn::HookFilter(
+      [names](const std::string& name) {
+        return std::find(names.begin(), names.end(), name) != names.end();
+      },
+      "the patched points");
+}
+
 int64_t head_axis(const nn::HookPointInfo& point) {
   return first_axis(point, {"H", "KV"});
 }
@@ -109,13 +119,7 @@ PatchedMetrics patch_each(const nn::SequenceModel& model, const nn::SequenceBatc
   }
   NoGradGuard no_grad;
   const std::vector<nn::HookPointInfo> points = nn::hook_points(model, corrupt);
-  std::vector<std::string> names;
-  for (const PatchSite& site : sites) names.push_back(site.point);
-  const nn::HookFilter patched(
-      [&](const std::string& name) {
-        return std::find(names.begin(), names.end(), name) != names.end();
-      },
-      "the patched points");
+  const nn::HookFilter patched = points_of(sites);
   const nn::ActivationCache clean_cache = run_with_cache(model, clean, patched, {.logits = false});
   const PatchSite* current = nullptr;
   const nn::HookFunction patch = [&](const Tensor& activation, const std::string& name) {

@@ -25,6 +25,9 @@ struct PatchSite {
 std::vector<PatchSite> patch_sites(const std::vector<nn::HookPointInfo>& points,
                                    const nn::HookFilter& filter, bool per_position);
 
+// The points the sites cut, as a filter ("the patched points"): what a patching run caches.
+nn::HookFilter points_of(const std::vector<PatchSite>& sites);
+
 // The axis of a point's head (H or KV) and of its first position (T, Tq, Tk or S), from its
 // letters; -1 where it has none.
 int64_t head_axis(const nn::HookPointInfo& point);

@@ -136,7 +136,22 @@ const ModelKind& kind_named(const std::string& name) {
   return row_named(kinds(), name, "model");
 }
 
+// Rows [begin, begin + count) of a [B, ...] token array (an empty array stays empty).
+Indices rows_of(const Indices& tokens, int64_t begin, int64_t count) {
+  if (tokens.shape.empty()) return tokens;
+  Shape shape = tokens.shape;
+  const int64_t row = tokens.numel() / shape[0];
+  shape[0] = count;
+  return Indices(shape, std::vector<int64_t>(tokens.values.begin() + begin * row,
+                                             tokens.values.begin() + (begin + count) * row));
+}
+
 }  // namespace
+
+SequenceBatch rows_of(const SequenceBatch& batch, int64_t begin, int64_t count) {
+  return {rows_of(batch.source, begin, count), rows_of(batch.inputs, begin, count),
+          rows_of(batch.targets, begin, count)};
+}
 
 Tensor sequence_loss(const Tensor& logits, const SequenceBatch& batch) {
   return cross_entropy(logits, batch.targets, kIgnoreTarget);

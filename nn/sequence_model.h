@@ -30,6 +30,10 @@ struct SequenceBatch {
   Indices targets;  // [B, T]: the next token at every input position, or kIgnoreTarget
 };
 
+// Rows [begin, begin + count) of every array of a batch (an empty array stays empty): the chunks
+// an evaluation, a process's share or a streamed data set runs.
+SequenceBatch rows_of(const SequenceBatch& batch, int64_t begin, int64_t count);
+
 // Attention weights of every layer, each [B, H, Tq, Tk], in layer order.
 struct AttentionMaps {
   std::vector<Tensor> encoder_self;   // encoder-decoder only

@@ -134,7 +134,7 @@ void Trainer::backward_shares(const nn::SequenceBatch& batch, StepResult& result
   auto run_share = [&](int64_t s) {
     const int64_t first = begin + (end - begin) * s / shares;
     const nn::SequenceBatch share =
-        rows_of(batch, first, begin + (end - begin) * (s + 1) / shares - first);
+        nn::rows_of(batch, first, begin + (end - begin) * (s + 1) / shares - first);
     const double weight =
         counted > 0 ? static_cast<double>(counted_targets(share.targets)) / counted : 0;
     if (weight == 0) return;

@@ -156,12 +156,12 @@ Scores Trainer::score(const nn::SequenceBatch& set, const std::vector<data::Targ
     const NoGradGuard no_grad;  // grad mode is the thread's own
     const int64_t start = begin + c * chunk_rows;
     const int64_t rows = std::min(chunk_rows, end - start);
-    const nn::SequenceBatch chunk = rows_of(set, start, rows);
+    const nn::SequenceBatch chunk = nn::rows_of(set, start, rows);
     const Tensor logits = model_->forward(chunk);
     std::vector<Tally>& out = chunk_tallies[static_cast<size_t>(c)];
     tally(logits, chunk.targets, out[0]);
     for (size_t p = 0; p < parts.size(); ++p) {
-      tally(logits, rows_of({{}, {}, parts[p].targets}, start, rows).targets, out[1 + p]);
+      tally(logits, nn::rows_of({{}, {}, parts[p].targets}, start, rows).targets, out[1 + p]);
     }
   });
   Tally t;

@@ -101,6 +101,29 @@ void bind_residual_stream(py::module_& m) {
       py::arg("model"), py::arg("fold_ln"), "(W_U [C, V], b_U [V] or None)");
 }
 
+// The clean and corrupted batches of patch() and attribution_patch(), and the sites their
+// patterns name (a KeyError naming the closest points when none).
+struct PatchInputs {
+  nn::SequenceBatch clean, corrupt;
+  std::vector<interp::PatchSite> sites;
+};
+
+PatchInputs patch_inputs(Checkpoint& c, const py::handle& clean, const py::handle& corrupt,
+                         const py::handle& source_clean, const py::handle& source_corrupt,
+                         const std::vector<std::string>& patterns, bool per_position,
+                         const std::string& what) {
+  PatchInputs in{make_batch(c, clean, source_clean, py::none()),
+                 make_batch(c, corrupt, source_corrupt, py::none()),
+                 {}};
+  try {
+    in.sites = interp::patch_sites(c.points(), nn::any_of_points(c.points(), patterns, what),
+                                   per_position);
+  } catch (const ConfigError& e) {
+    throw py::key_error(e.what());
+  }
+  return in;
+}
+
 }  // namespace
 
 void bind_instruments(py::module_& m) {
@@ -201,17 +224,10 @@ void bind_instruments(py::module_& m) {
       [](Checkpoint& c, const py::handle& clean, const py::handle& corrupt,
          const py::handle& source_clean, const py::handle& source_corrupt,
          const std::vector<std::string>& patterns, bool per_position, py::function metric) {
-        const nn::SequenceBatch a = make_batch(c, clean, source_clean, py::none());
-        const nn::SequenceBatch b = make_batch(c, corrupt, source_corrupt, py::none());
-        nn::HookFilter filter = [&] {
-          try {
-            return nn::any_of_points(c.points(), patterns, "patch");
-          } catch (const ConfigError& e) {
-            throw py::key_error(e.what());
-          }
-        }();
-        const std::vector<interp::PatchSite> sites =
-            interp::patch_sites(c.points(), filter, per_position);
+        const PatchInputs in = patch_inputs(c, clean, corrupt, source_clean, source_corrupt,
+                                            patterns, per_position, "patch");
+        const nn::SequenceBatch &a = in.clean, &b = in.corrupt;
+        const std::vector<interp::PatchSite>& sites = in.sites;
         c.mark_parameters_written();
         interp::PatchedMetrics result;
         {
@@ -269,17 +285,10 @@ void bind_instruments(py::module_& m) {
       [](Checkpoint& c, const py::handle& clean, const py::handle& corrupt,
          const py::handle& source_clean, const py::handle& source_corrupt,
          const std::vector<std::string>& patterns, bool per_position, py::function metric) {
-        const nn::SequenceBatch a = make_batch(c, clean, source_clean, py::none());
-        const nn::SequenceBatch b = make_batch(c, corrupt, source_corrupt, py::none());
-        nn::HookFilter filter = [&] {
-          try {
-            return nn::any_of_points(c.points(), patterns, "attribution_patch");
-          } catch (const ConfigError& e) {
-            throw py::key_error(e.what());
-          }
-        }();
-        const std::vector<interp::PatchSite> sites =
-            interp::patch_sites(c.points(), filter, per_position);
+        const PatchInputs in = patch_inputs(c, clean, corrupt, source_clean, source_corrupt,
+                                            patterns, per_position, "attribution_patch");
+        const nn::SequenceBatch &a = in.clean, &b = in.corrupt;
+        const std::vector<interp::PatchSite>& sites = in.sites;
         c.mark_parameters_written();
         // metric(logits) -> (value, gradient): in the graph as sum(logits * gradient), shifted
         // to the value, whose backward pass carries that gradient.

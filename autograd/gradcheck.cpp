@@ -28,6 +28,34 @@ double GradcheckReport::max_rel_error() const {
   return m;
 }
 
+namespace {
+
+// The flat indices gradcheck_tensors perturbs, in increasing order.
+std::vector<int64_t> elements_to_check(int64_t numel, const GradcheckOptions& options,
+                                       Generator& gen) {
+  std::vector<int64_t> elements;
+  const int64_t wanted = options.elements_per_tensor;
+  if (wanted <= 0 || numel <= wanted) {
+    for (int64_t i = 0; i < numel; ++i) elements.push_back(i);
+    return elements;
+  }
+  std::vector<uint8_t> chosen(numel, 0);
+  chosen[0] = chosen[numel - 1] = 1;
+  for (int64_t count = 2; count < wanted;) {
+    const auto i = static_cast<int64_t>(gen.below(static_cast<uint64_t>(numel)));
+    if (!chosen[i]) {
+      chosen[i] = 1;
+      ++count;
+    }
+  }
+  for (int64_t i = 0; i < numel; ++i) {
+    if (chosen[i]) elements.push_back(i);
+  }
+  return elements;
+}
+
+}  // namespace
+
 GradcheckReport gradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& wrt,
                                   const GradcheckOptions& options) {
   for (Tensor t : wrt) {
@@ -52,7 +80,7 @@ GradcheckReport gradcheck_tensors(const std::function<Tensor()>& fn, const std::
     // module keeps from it (nn::StackedLinear's stacked weight) are derived again.
     auto set = [&input](int64_t i, double value) { input.mutable_data<double>()[i] = value; };
     double worst = -1;
-    for (int64_t i = 0; i < input.numel(); ++i) {
+    for (const int64_t i : elements_to_check(input.numel(), options, gen)) {
       const double saved = input.data<double>()[i];
       set(i, saved + options.eps);
       const double plus = objective(fn()).item();

@@ -18,7 +18,12 @@ struct GradcheckOptions {
   double eps = 1e-6;
   double atol = 1e-5;
   double rtol = 1e-3;
-  uint64_t seed = 0;  // for W
+  uint64_t seed = 0;  // for W, and for the elements drawn when elements_per_tensor is set
+  // 0: every element of every tensor. Otherwise at most this many elements of each tensor: the
+  // first, the last and the rest drawn at random. For checks of whole models, whose layers'
+  // own checks cover every element: a wrong wiring between them (a swapped axis, a residual
+  // to the wrong place) shows in nearly every element, so a sample finds it.
+  int64_t elements_per_tensor = 0;
 };
 
 struct InputReport {

@@ -41,10 +41,19 @@ GradcheckReport check_with_input(Module& module, const Shape& x_shape, uint64_t 
                            [&](const std::vector<Tensor>& in) { return fn(in[0]); });
 }
 
-GradcheckReport check_parameters(Module& module, uint64_t seed, const std::function<Tensor()>& fn) {
+GradcheckReport check_parameters(Module& module, uint64_t seed, const std::function<Tensor()>& fn,
+                                 int64_t elements_per_tensor = 0) {
   Generator gen(seed);
   randomize(module, gen);
-  return gradcheck_tensors(fn, module.parameters(), {.seed = seed});
+  return gradcheck_tensors(fn, module.parameters(),
+                           {.seed = seed, .elements_per_tensor = elements_per_tensor});
+}
+
+// A whole model's check: its layers' checks above perturb every element of their parameters;
+// this one tests how the model wires them together, on a sample of each parameter's elements
+// (GradcheckOptions::elements_per_tensor).
+GradcheckReport check_model(Module& module, uint64_t seed, const std::function<Tensor()>& fn) {
+  return check_parameters(module, seed, fn, 24);
 }
 
 Mask padding(const Shape& shape, const std::vector<uint8_t>& values) {
@@ -190,7 +199,7 @@ std::vector<ModuleCheck> make_checks() {
   checks.push_back({"DecoderLM", "V=7 B=2 T=5 C=12 H=3 L=2 F=20", [tiny](uint64_t seed) {
                       DecoderLM model(tiny);
                       const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
-                      return check_parameters(model, seed, [&] { return model.forward(tokens); });
+                      return check_model(model, seed, [&] { return model.forward(tokens); });
                     }});
   // A backward hook that passes the gradient on (nn/hooks.h's identity node) changes none.
   checks.push_back(
@@ -199,7 +208,7 @@ std::vector<ModuleCheck> make_checks() {
          const SequenceBatch batch =
              model.make_batch(Indices({2, 6}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0, 2, 6}), 2);
          const HookFunction pass_on = [](const Tensor&, const std::string&) { return Tensor(); };
-         return check_parameters(model, seed, [&] {
+         return check_model(model, seed, [&] {
            const HookScope hooks(model, batch,
                                  {{"blocks.*.hook_resid_mid", pass_on, HookDirection::Backward}});
            return model.forward(batch);
@@ -217,7 +226,7 @@ std::vector<ModuleCheck> make_checks() {
                     [gpt](uint64_t seed) {
                       DecoderLM model(gpt);
                       const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
-                      return check_parameters(model, seed, [&] { return model.forward(tokens); });
+                      return check_model(model, seed, [&] { return model.forward(tokens); });
                     }});
   // The toy-transformer setups: Nanda et al.'s grokking model (no LayerNorm, ReLU, no biases)
   // and Olsson et al.'s attention-only models.
@@ -230,7 +239,7 @@ std::vector<ModuleCheck> make_checks() {
                     [grokking](uint64_t seed) {
                       DecoderLM model(grokking);
                       const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
-                      return check_parameters(model, seed, [&] { return model.forward(tokens); });
+                      return check_model(model, seed, [&] { return model.forward(tokens); });
                     }});
   // ALiBi in every self-attention layer and no position table, as ALiBi models are usually built.
   ModelConfig alibi = tiny;
@@ -240,7 +249,7 @@ std::vector<ModuleCheck> make_checks() {
       {"DecoderLM (ALiBi, no positions)", "V=7 B=2 T=5 C=12 H=3 L=2 F=20", [alibi](uint64_t seed) {
          DecoderLM model(alibi);
          const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
-         return check_parameters(model, seed, [&] { return model.forward(tokens); });
+         return check_model(model, seed, [&] { return model.forward(tokens); });
        }});
   ModelConfig attention_only = tiny;
   attention_only.feed_forward.d_ff = 0;
@@ -249,7 +258,7 @@ std::vector<ModuleCheck> make_checks() {
                     [attention_only](uint64_t seed) {
                       DecoderLM model(attention_only);
                       const Indices tokens({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
-                      return check_parameters(model, seed, [&] { return model.forward(tokens); });
+                      return check_model(model, seed, [&] { return model.forward(tokens); });
                     }});
   // One layer each: without a norm, the activations of random parameters grow with every
   // sublayer, and in two encoder and two decoder layers the rounding noise of the central
@@ -269,8 +278,8 @@ std::vector<ModuleCheck> make_checks() {
                         EncoderDecoder model(config);
                         const Indices source({2, 5}, {1, 4, 6, 0, 2, 3, 3, 5, 1, 0});
                         const Indices target({2, 4}, {0, 2, 5, 6, 0, 1, 1, 4});
-                        return check_parameters(model, seed,
-                                                [&] { return model.forward(source, target); });
+                        return check_model(model, seed,
+                                           [&] { return model.forward(source, target); });
                       }});
   }
   return checks;

@@ -73,5 +73,32 @@ TEST(Gradcheck, DetectsASwappedAxisInABackward) {
   EXPECT_THROW(gradcheck(bad, {x, w}), ShapeError);
 }
 
+TEST(Gradcheck, ASampleOfElementsPerturbsOnlyThemAndStillFindsAWrongBackward) {
+  Generator gen(2);
+  const Tensor x = Tensor::randn({37, 53}, gen, DType::Float64).set_requires_grad();
+  int64_t calls = 0;
+  const GradcheckOptions sampled{.seed = 3, .elements_per_tensor = 24};
+  const GradcheckReport wrong = gradcheck_tensors(
+      [&] {
+        ++calls;
+        return wrong_square(x);
+      },
+      {x}, sampled);
+  EXPECT_EQ(calls, 1 + 2 * 24);  // one forward for the analytic gradient, two per element
+  EXPECT_FALSE(wrong.passed());
+  const GradcheckReport right = gradcheck_tensors([&] { return x * x; }, {x}, sampled);
+  EXPECT_TRUE(right.passed()) << describe(right);
+  // A tensor no larger than the sample is checked whole.
+  const Tensor small = Tensor::randn({4, 6}, gen, DType::Float64).set_requires_grad();
+  calls = 0;
+  gradcheck_tensors(
+      [&] {
+        ++calls;
+        return small * small;
+      },
+      {small}, sampled);
+  EXPECT_EQ(calls, 1 + 2 * 24);
+}
+
 }  // namespace test_op_gradients
 }  // namespace gradlab

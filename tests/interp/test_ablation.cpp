@@ -38,14 +38,30 @@ interp::HeldOutEvaluation<train::Metrics> held_out(train::Trainer& trainer) {
   return {trainer.model(), trainer.heldout(), [&trainer] { return trainer.evaluate(); }};
 }
 
-// Sets the parameter's elements whose index along its last axis is in [begin, end) to zero.
-void zero_columns(nn::SequenceModel& model, const std::string& name, int64_t begin, int64_t end) {
-  Tensor p = model.parameter(name);
-  const int64_t width = p.size(p.rank() - 1);
-  float* values = p.mutable_data<float>();
-  for (int64_t i = 0; i < p.numel(); ++i) {
-    if (i % width >= begin && i % width < end) values[i] = 0;
+struct Columns {
+  std::string parameter;
+  int64_t begin, end;  // along the parameter's last axis
+};
+
+// The held-out metrics with the columns' elements set to zero, which are then put back.
+train::Metrics evaluate_with_zeroed(train::Trainer& trainer, const std::vector<Columns>& zeroed) {
+  std::vector<std::vector<float>> saved;
+  for (const Columns& c : zeroed) {
+    Tensor p = trainer.model().parameter(c.parameter);
+    const int64_t width = p.size(p.rank() - 1);
+    float* values = p.mutable_data<float>();
+    saved.emplace_back(values, values + p.numel());
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      if (i % width >= c.begin && i % width < c.end) values[i] = 0;
+    }
   }
+  const train::Metrics metrics = trainer.evaluate();
+  // In reverse: the first save of a parameter named twice holds its values before any zeroing.
+  for (size_t k = zeroed.size(); k-- > 0;) {
+    Tensor p = trainer.model().parameter(zeroed[k].parameter);
+    std::copy(saved[k].begin(), saved[k].end(), p.mutable_data<float>());
+  }
+  return metrics;
 }
 
 TEST(Ablation, ListsEveryHeadAndFeedForwardSublayerInForwardOrder) {
@@ -91,18 +107,15 @@ TEST(Ablation, ZeroingAHeadIsZeroingItsColumnsOfTheOutputProjection) {
     const std::string prefix = std::string(model) == "decoder" ? "blocks." : "decoder.";
     for (const AblatedPart& part : results.parts) {
       if (!part.point.starts_with(prefix + "1.")) continue;
-      // The same run, trained alike, with the part removed from the weights instead.
-      auto edited = trained(config);
+      // The same run with the part removed from the weights instead.
       const std::string module = part.point.substr(0, part.point.rfind('.'));
-      if (part.head >= 0) {
-        zero_columns(edited->model(), module + ".out_proj.weight", part.head * head_dim,
-                     (part.head + 1) * head_dim);
-      } else {
-        const std::string block = module;
-        zero_columns(edited->model(), block + ".ffn.fc2.weight", 0, config.net.feed_forward.d_ff);
-        zero_columns(edited->model(), block + ".ffn.fc2.bias", 0, config.net.d_model);
-      }
-      const train::Metrics m = edited->evaluate();
+      const train::Metrics m =
+          part.head >= 0
+              ? evaluate_with_zeroed(*trainer, {{module + ".out_proj.weight", part.head * head_dim,
+                                                 (part.head + 1) * head_dim}})
+              : evaluate_with_zeroed(*trainer,
+                                     {{module + ".ffn.fc2.weight", 0, config.net.feed_forward.d_ff},
+                                      {module + ".ffn.fc2.bias", 0, config.net.d_model}});
       EXPECT_NEAR(part.metrics.loss, m.loss, 1e-5 * (1 + m.loss))
           << model << " " << part.point << " head " << part.head;
       EXPECT_NEAR(part.metrics.token_accuracy, m.token_accuracy, 1e-9) << part.point;
@@ -126,13 +139,12 @@ TEST(Ablation, KnockingOutASetTogetherIsRemovingItFromTheWeights) {
         {attention + ".hook_z", 0}, {attention + ".hook_z", 2}, {block + "0.hook_mlp_out", -1}};
     const train::Metrics together =
         interp::ablate_together(held_out(*trainer), interp::AblationMode::zero, set);
-    auto edited = trained(config);
     const int64_t head_dim = config.net.d_model / config.net.attention.num_heads;
-    zero_columns(edited->model(), attention + ".out_proj.weight", 0, head_dim);
-    zero_columns(edited->model(), attention + ".out_proj.weight", 2 * head_dim, 3 * head_dim);
-    zero_columns(edited->model(), block + "0.ffn.fc2.weight", 0, config.net.feed_forward.d_ff);
-    zero_columns(edited->model(), block + "0.ffn.fc2.bias", 0, config.net.d_model);
-    const train::Metrics m = edited->evaluate();
+    const train::Metrics m = evaluate_with_zeroed(
+        *trainer, {{attention + ".out_proj.weight", 0, head_dim},
+                   {attention + ".out_proj.weight", 2 * head_dim, 3 * head_dim},
+                   {block + "0.ffn.fc2.weight", 0, config.net.feed_forward.d_ff},
+                   {block + "0.ffn.fc2.bias", 0, config.net.d_model}});
     EXPECT_NEAR(together.loss, m.loss, 1e-5 * (1 + m.loss)) << model;
     EXPECT_NEAR(together.token_accuracy, m.token_accuracy, 1e-9) << model;
 

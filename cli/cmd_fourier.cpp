@@ -34,7 +34,7 @@ struct FourierArgs {
                           "a modular-addition checkpoint (.h5) to analyse")(
         "run", po::value(&run),
         "instead of --checkpoint: a run directory, every step checkpoint of which is analysed "
-        "into the curve of the losses")(
+        "into the curve of the losses, with the newest checkpoint's key frequencies (as Nanda's)")(
         "out", po::value(&out),
         "with --checkpoint: also write the arrays to this (new) .h5 file, or the per-frequency "
         "table to a .csv; with --run: the curve's CSV (default <run>/fourier.csv)")(
@@ -183,26 +183,34 @@ int run_curve(const FourierArgs& a) {
   if (paths.empty()) {
     return usage_error("fourier", "--run " + a.run + ": no step-*.h5 checkpoint in it", a.options);
   }
+  // Nanda's curve: every checkpoint's losses with the newest one's key frequencies.
+  interp::FourierOptions options = a.fourier;
+  int64_t newest = 0;
+  try {
+    options.key_frequencies = analyse(paths.back(), a.fourier, newest).key.frequencies;
+  } catch (const ConfigError& e) {
+    return usage_error("fourier", e.what(), a.options);
+  }
   std::vector<interp::FourierCurvePoint> points;
-  std::printf("%8s  %10s  %10s  %10s  %10s  %s\n", "step", "train", "test", "restricted",
-              "excluded", "key frequencies");
   for (const std::string& path : paths) {
     interp::FourierCurvePoint point;
     try {
-      const interp::FourierAnalysis f = analyse(path, a.fourier, point.step);
+      const interp::FourierAnalysis f = analyse(path, options, point.step);
       point.losses = f.losses;
       point.key_frequencies = f.key.frequencies;
     } catch (const ConfigError& e) {
       return usage_error("fourier", e.what(), a.options);
     }
-    std::string key;
-    for (const int64_t k : point.key_frequencies) {
-      key += ' ';
-      key += std::to_string(k);
+    if (points.empty()) {
+      std::printf("key frequencies of step %lld:", static_cast<long long>(newest));
+      for (const int64_t k : options.key_frequencies)
+        std::printf(" %lld", static_cast<long long>(k));
+      std::printf("\n%8s  %10s  %10s  %10s  %10s\n", "step", "train", "test", "restricted",
+                  "excluded");
     }
-    std::printf("%8lld  %10.6f  %10.6f  %10.6f  %10.6f %s\n", static_cast<long long>(point.step),
+    std::printf("%8lld  %10.6f  %10.6f  %10.6f  %10.6f\n", static_cast<long long>(point.step),
                 point.losses.train, point.losses.test, point.losses.restricted,
-                point.losses.excluded, key.c_str());
+                point.losses.excluded);
     std::fflush(stdout);
     points.push_back(std::move(point));
   }

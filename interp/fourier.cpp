@@ -334,6 +334,21 @@ FourierAnalysis analyze_fourier(const nn::SequenceModel& model, const ModularPai
                                                     all.begin() + (pairs.first_number + p) * C),
                                 p);
   out.key = key_frequencies(out.embedding_norms, options.share);
+  if (!options.key_frequencies.empty()) {
+    double total = 0;
+    for (size_t k = 1; k < out.embedding_norms.size(); ++k) {
+      total += out.embedding_norms[k] * out.embedding_norms[k];
+    }
+    out.key = {.frequencies = options.key_frequencies, .shares = {}};
+    for (const int64_t k : options.key_frequencies) {
+      if (k < 1 || k > frequency_count(p)) {
+        throw ConfigError("Fourier analysis: key frequency " + format_number(k) +
+                          " is not in [1, " + format_number(frequency_count(p)) + "]");
+      }
+      const double norm = out.embedding_norms[static_cast<size_t>(k)];
+      out.key.shares.push_back(total > 0 ? norm * norm / total : 0.0);
+    }
+  }
 
   const std::string point = "blocks.0.ffn.hook_post";
   PairGrids grids{.activations = {},

@@ -93,6 +93,9 @@ struct FourierOptions {
   double share = 0.9;              // the key frequencies' share of the embedding's spectrum
   double neuron_threshold = 0.85;  // a neuron's share that puts it in a frequency's cluster
   int64_t batch_rows = 2048;       // pairs per forward pass
+  // When given, the key frequencies the losses use instead of the embedding's: Nanda fixes the
+  // final model's for every checkpoint of a run's curve.
+  std::vector<int64_t> key_frequencies = {};
 };
 
 struct FourierAnalysis {

@@ -147,11 +147,17 @@ NeuronClusters neuron_clusters(const std::vector<double>& activations, int64_t p
   out.cluster.assign(static_cast<size_t>(neurons), 0);
   out.counts.assign(static_cast<size_t>(K + 1), 0);
   std::vector<double> total(static_cast<size_t>(neurons), 0.0);
+  std::vector<double> mean_energy(static_cast<size_t>(neurons), 0.0);
   for (int64_t i = 0; i < p; ++i) {
     for (int64_t j = 0; j < p; ++j) {
       // The (0, 0) term is the mean, which a neuron's variance leaves out. A term belongs to a
       // frequency when its nonzero indices all have that frequency.
-      if (i == 0 && j == 0) continue;
+      if (i == 0 && j == 0) {
+        for (int64_t n = 0; n < neurons; ++n) {
+          mean_energy[static_cast<size_t>(n)] = std::pow(spectrum(0, n), 2);
+        }
+        continue;
+      }
       const int64_t fi = frequency_of_row(i), fj = frequency_of_row(j);
       const int64_t k = fi == 0 ? fj : fj == 0 ? fi : fi == fj ? fi : 0;
       for (int64_t n = 0; n < neurons; ++n) {
@@ -163,7 +169,11 @@ NeuronClusters neuron_clusters(const std::vector<double>& activations, int64_t p
   }
   for (int64_t n = 0; n < neurons; ++n) {
     double* shares = out.shares.data() + n * (K + 1);
-    const double variance = total[static_cast<size_t>(n)];
+    // A constant neuron's variance is rounding alone: no frequency's.
+    const double variance =
+        total[static_cast<size_t>(n)] > 1e-20 * mean_energy[static_cast<size_t>(n)]
+            ? total[static_cast<size_t>(n)]
+            : 0.0;
     for (int64_t k = 1; k <= K; ++k) shares[k] = variance > 0 ? shares[k] / variance : 0.0;
     const int64_t best = variance > 0 ? std::max_element(shares + 1, shares + K + 1) - shares : 0;
     out.frequency[static_cast<size_t>(n)] = best;

@@ -50,7 +50,8 @@ struct SweepArgs {
   }
   po::options_description own{
       "gradlab sweep: train a grid of runs (gradlab train), several at once, resumably\n"
-      "Run the same command again to go on after a stop; results.csv holds a row per run.\n"
+      "Run the same command again to go on after a stop; --threads sets each run's threads;\n"
+      "results.csv holds a row per run.\n"
       "Options"};
   po::options_description train_flags{"Flags of gradlab train, given to every run"};
   po::options_description options;

@@ -122,10 +122,13 @@ export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_su
 #   8192-token model, whose tiled kernel the kernel tests run here at small sizes) and
 #   FaultInjection.* (processes killed at random moments): the steps, evaluations and saves they
 #   run are the other tests' too.
+# - SweepCli.MakesTheRunsOfTrainInParallelAndResumes: 14 tiny training processes (4 CPU-s
+#   here, mostly starting processes and saving checkpoints), each a run other tests check.
 release_only_tests=('DefaultRun.*' 'KernelsUnder.*' 'GradientCheckCoverage.*'
   'FitTest.StopsAtTheTarget' 'TrainTest.EndToEnd*' 'Entropy.*'
   'Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep' 'ModularTraining.Grokking*'
-  'MqarTraining.*' 'InductionTraining.*' 'LongContext.TrainsAboveTheScoreLimit*' 'FaultInjection.*')
+  'MqarTraining.*' 'InductionTraining.*' 'LongContext.TrainsAboveTheScoreLimit*' 'FaultInjection.*'
+  'SweepCli.MakesTheRunsOfTrainInParallelAndResumes')
 if ((${#ctest_args[@]})); then
   # A selection (./scripts/test.sh -R Softmax): through ctest, a process per test.
   exclude=$(printf '%s\n' "${release_only_tests[@]}" | sed 's/\./\\./g; s/\*/.*/g; s/^/^/; s/$/$/' | paste -sd'|')

@@ -73,6 +73,8 @@
 #include "train/memory.h"
 #include "train/metrics_log.h"
 #include "train/optimizer.h"
+#include "train/sweep/child_runs.h"
+#include "train/sweep/sweep_runs.h"
 #include "train/trained_model.h"
 #include "train/trainer.h"
 #include "train/training_run.h"

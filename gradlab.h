@@ -76,6 +76,8 @@
 #include "train/metrics_log.h"
 #include "train/modular_pairs.h"
 #include "train/optimizer.h"
+#include "train/sweep/child_runs.h"
+#include "train/sweep/sweep_runs.h"
 #include "train/trained_model.h"
 #include "train/trainer.h"
 #include "train/training_run.h"

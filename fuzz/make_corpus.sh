@@ -197,5 +197,8 @@ line train-fraction-one train --task modular --train-fraction 1
 line train-mqar-pairs-large train --task mqar --pairs 40 --context 64
 line train-empty-argument train ""
 line train-ambiguous train --e 1
+line sweep sweep --grid lr=1e-3,3e-3 --seeds 2 --jobs 2 "${tiny[@]}" --out sw
+line sweep-grid-bad sweep --grid lr=1e-3,, --grid = --out sw
+line sweep-config sweep --config run.ini --grid seed=1 --out sw
 echo "fuzz corpus: $(find "$ck" -type f | wc -l) checkpoint inputs, $(find "$cli" -type f | wc -l)" \
   "command lines in $out"

@@ -125,11 +125,13 @@ export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_su
 # - The command line's usage errors and help (*UsageError*, *Help*: a process started per bad
 #   flag, a sixth of this pass): what they run is the commands' parsing, which the fuzz corpus
 #   replay of pass 3 runs under the same sanitizers, every command's, in one process.
+# - SweepCli.MakesTheRunsOfTrainInParallelAndResumes: 14 tiny training processes (4 CPU-s
+#   here, mostly starting processes and saving checkpoints), each a run other tests check.
 release_only_tests=('DefaultRun.*' 'KernelsUnder.*' 'GradientCheckCoverage.*'
   'FitTest.StopsAtTheTarget' 'TrainTest.EndToEnd*' 'Entropy.*'
   'Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep' 'ModularTraining.Grokking*'
   'MqarTraining.*' 'InductionTraining.*' 'LongContext.TrainsAboveTheScoreLimit*' 'FaultInjection.*'
-  '*UsageError*' '*Help*')
+  'SweepCli.MakesTheRunsOfTrainInParallelAndResumes' '*UsageError*' '*Help*')
 if ((${#ctest_args[@]})); then
   # A selection (./scripts/test.sh -R Softmax): through ctest, a process per test.
   exclude=$(printf '%s\n' "${release_only_tests[@]}" | sed 's/\./\\./g; s/\*/.*/g; s/^/^/; s/$/$/' | paste -sd'|')

@@ -1,5 +1,6 @@
 """gradlab in Python: load a trained model, run it with hooks and caches (TransformerLens's
-names), train, and use the instruments; the C++ engine (gradlab._native) does every computation.
+names), train (one run, or a sweep of them), and use the instruments; the C++ engine
+(gradlab._native) does every computation.
 docs/python.md describes the API."""
 
 from gradlab import tasks
@@ -9,11 +10,12 @@ from gradlab._model import ActivationCache, HookPoint, HookedModel, load
 from gradlab._native import Tensor, get_num_threads, set_num_threads, tensor
 from gradlab._instruments import (ablate, attribution_patch, batches, heads, lens, mean_over,
                                   patch, patch_path, read_dataset)
+from gradlab._sweep import sweep
 from gradlab._train import train
 
 __all__ = [
     "ActivationCache", "FactoredMatrix", "HookPoint", "HookedModel", "OV", "QK", "Tensor", "ablate",
     "attribution_patch", "batches", "circuit_matrices", "circuits", "fourier", "get_num_threads",
     "heads", "lens", "load", "mean_over", "patch", "patch_path", "read_dataset", "set_num_threads",
-    "tasks", "tensor", "train",
+    "sweep", "tasks", "tensor", "train",
 ]

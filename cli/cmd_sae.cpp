@@ -17,8 +17,8 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "interp/files/sae_file.h"
-#include "interp/sae_adam.h"
 #include "interp/sae_model.h"
+#include "interp/sae_run.h"
 #include "nn/module.h"
 #include "train/trained_model.h"
 
@@ -26,8 +26,6 @@ namespace gradlab::cli {
 namespace {
 
 namespace po = boost::program_options;
-
-constexpr int64_t kRowsPerPass = 64;  // held-out sequences per forward pass
 
 struct SaeArgs {
   SaeArgs() {
@@ -37,7 +35,7 @@ struct SaeArgs {
         "d-sae", po::value(&config.d_sae), "train: features (the SAE's width)")(
         "l1", po::value(&config.l1_coefficient)->default_value(1.0),
         "train: the L1 coefficient (SAELens's default); with --top-k the L1 term is reported, "
-        "not trained on")("lr", po::value(&training.lr)->default_value(3e-4),
+        "not trained on")("lr", po::value(&training.lr)->default_value(3e-4, "3e-4"),
                           "train: Adam's learning rate (SAELens's default)")(
         "top-k", po::value(&config.top_k)->default_value(0),
         "train: a TopK SAE keeping each input's K largest pre-activations (0: ReLU and L1)")(
@@ -220,47 +218,25 @@ std::string token_text(const train::TrainedModel& trained, const std::vector<int
 
 int run_train(SaeArgs& a) {
   const train::TrainedModel trained = load_trained(a.checkpoint);
-  const nn::SequenceModel& model = *trained.model;
-  nn::EvalScope eval(*trained.model);
-  const train::RunConfig& rc = trained.config;
-  const int64_t batch = a.batch_size > 0 ? a.batch_size : rc.batch_size;
-  const std::shared_ptr<const data::DataSource> data =
-      trained.task->data_source(trained.model, rc.seed, batch, rc.eval_size);
-  const nn::SequenceBatch heldout = data->heldout();
-  interp::SaeConfig config = a.config;
-  config.checkpoint = a.checkpoint.checkpoint;
-  config.model_fingerprint = interp::model_fingerprint(model);
+  const std::filesystem::path dir = a.checkpoint.out;
+  std::printf(
+      "training a %s SAE of %lld features on %s, %lld steps\n",
+      a.config.top_k > 0 ? ("TopK (k " + std::to_string(a.config.top_k) + ")").c_str() : "ReLU",
+      static_cast<long long>(a.config.d_sae), a.config.hook.c_str(),
+      static_cast<long long>(a.training.steps));
+  const auto report = [](const interp::SaeStepLog& s, const interp::SaeEvaluation& h) {
+    std::printf(
+        "step %lld: loss %.6g, L0 %.3f, explained variance %.4f, dead %lld%s; held-out CE loss "
+        "score %.4f\n",
+        static_cast<long long>(s.step), s.batch.loss, s.batch.l0, s.batch.explained_variance,
+        static_cast<long long>(s.dead),
+        s.resampled > 0 ? (", resampled " + std::to_string(s.resampled)).c_str() : "", h.ce_score);
+  };
   try {
-    config.d_in = interp::sae_inputs(model, rows_of(heldout, 0, 1), config.hook).size(1);
+    interp::train_sae_on_checkpoint(trained, a.config, a.training, a.batch_size, dir, report);
   } catch (const ConfigError& e) {
     return usage_error("sae", std::string("--hook: ") + e.what(), a.options);
   }
-  interp::Sae sae(config);
-  interp::SaeAdam adam(sae);
-  const std::filesystem::path dir = a.checkpoint.out;
-  std::filesystem::create_directories(dir);
-  std::ofstream log(dir / "metrics.csv");
-  if (!log) throw FileError((dir / "metrics.csv").string() + ": cannot write the metrics");
-  std::printf(
-      "training a %s SAE of %lld features on %s [%lld wide], %lld steps of %lld "
-      "sequences\n",
-      config.top_k > 0 ? ("TopK (k " + std::to_string(config.top_k) + ")").c_str() : "ReLU",
-      static_cast<long long>(config.d_sae), config.hook.c_str(),
-      static_cast<long long>(config.d_in), static_cast<long long>(a.training.steps),
-      static_cast<long long>(batch));
-  interp::train_sae_on_model(
-      model, sae, [&](int64_t step) { return data->training_batch(step); }, heldout, kRowsPerPass,
-      adam.optimizer, a.training, log,
-      [](const interp::SaeStepLog& s, const interp::SaeEvaluation& h) {
-        std::printf(
-            "step %lld: loss %.6g, L0 %.3f, explained variance %.4f, dead %lld%s; "
-            "held-out CE loss score %.4f\n",
-            static_cast<long long>(s.step), s.batch.loss, s.batch.l0, s.batch.explained_variance,
-            static_cast<long long>(s.dead),
-            s.resampled > 0 ? (", resampled " + std::to_string(s.resampled)).c_str() : "",
-            h.ce_score);
-      });
-  interp::write_sae_file((dir / "sae.h5").string(), sae);
   std::printf("wrote %s and %s\n", (dir / "sae.h5").c_str(), (dir / "metrics.csv").c_str());
   return kExitOk;
 }
@@ -286,7 +262,7 @@ int run_eval(SaeArgs& a) {
   std::printf("SAE %s: %lld features on %s, over %lld held-out sequences\n", a.sae_file.c_str(),
               static_cast<long long>(sae->config().d_sae), sae->config().hook.c_str(),
               static_cast<long long>(heldout.inputs.shape.at(0)));
-  print_evaluation(interp::evaluate_sae(*trained.model, *sae, heldout, kRowsPerPass));
+  print_evaluation(interp::evaluate_sae(*trained.model, *sae, heldout, interp::kSaeRowsPerPass));
   return kExitOk;
 }
 
@@ -296,8 +272,8 @@ int run_features(SaeArgs& a) {
   const nn::SequenceBatch heldout = heldout_of(trained, a.held_out);
   std::shared_ptr<interp::Sae> sae;
   if (const int code = load_fitting_sae(a, trained, heldout, sae); code >= 0) return code;
-  const std::vector<interp::FeatureSummary> features =
-      interp::sae_features(*trained.model, *sae, heldout, kRowsPerPass, a.examples, a.tokens);
+  const std::vector<interp::FeatureSummary> features = interp::sae_features(
+      *trained.model, *sae, heldout, interp::kSaeRowsPerPass, a.examples, a.tokens);
   const int64_t positions = heldout.inputs.shape.at(1);
   int64_t shown = 0;
   for (const interp::FeatureSummary& f : features) {

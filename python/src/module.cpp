@@ -12,4 +12,5 @@ PYBIND11_MODULE(_native, m) {
   gradlab::python::bind_instruments(m);
   gradlab::python::bind_circuits(m);
   gradlab::python::bind_interventions(m);
+  gradlab::python::bind_sae(m);
 }

@@ -11,7 +11,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/random.h"
 #include "interp/sae.h"
-#include "interp/sae_adam.h"
+#include "interp/sae_run.h"
 #include "interp/sae_training.h"
 #include "tests/test_helpers.h"
 

@@ -65,8 +65,9 @@ struct SaeArgs {
     add_checkpoint_options(checkpoint);
   }
   CheckpointArgs checkpoint{
-      "gradlab sae train|eval|features: sparse autoencoders on a checkpoint's hook point: train "
-      "one, evaluate one over held-out sequences, or list its features (docs/experiments.md)\n"
+      "gradlab sae: sparse autoencoders on a checkpoint's hook point: sae train trains one, sae "
+      "eval evaluates one over held-out sequences, sae features lists its features "
+      "(docs/experiments.md)\n"
       "Options"};
   const po::options_description& options = checkpoint.options;
   std::string action, sae_file;
@@ -219,11 +220,6 @@ std::string token_text(const train::TrainedModel& trained, const std::vector<int
 int run_train(SaeArgs& a) {
   const train::TrainedModel trained = load_trained(a.checkpoint);
   const std::filesystem::path dir = a.checkpoint.out;
-  std::printf(
-      "training a %s SAE of %lld features on %s, %lld steps\n",
-      a.config.top_k > 0 ? ("TopK (k " + std::to_string(a.config.top_k) + ")").c_str() : "ReLU",
-      static_cast<long long>(a.config.d_sae), a.config.hook.c_str(),
-      static_cast<long long>(a.training.steps));
   const auto report = [](const interp::SaeStepLog& s, const interp::SaeEvaluation& h) {
     std::printf(
         "step %lld: loss %.6g, L0 %.3f, explained variance %.4f, dead %lld%s; held-out CE loss "
@@ -237,7 +233,12 @@ int run_train(SaeArgs& a) {
   } catch (const ConfigError& e) {
     return usage_error("sae", std::string("--hook: ") + e.what(), a.options);
   }
-  std::printf("wrote %s and %s\n", (dir / "sae.h5").c_str(), (dir / "metrics.csv").c_str());
+  std::printf(
+      "trained a %s SAE of %lld features on %s for %lld steps: wrote %s and %s\n",
+      a.config.top_k > 0 ? ("TopK (k " + std::to_string(a.config.top_k) + ")").c_str() : "ReLU",
+      static_cast<long long>(a.config.d_sae), a.config.hook.c_str(),
+      static_cast<long long>(a.training.steps), (dir / "sae.h5").c_str(),
+      (dir / "metrics.csv").c_str());
   return kExitOk;
 }
 

@@ -2,10 +2,7 @@
 // a step, and the recovery of planted sparse directions from synthetic data.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include "autograd/error.h"
 #include "autograd/gradcheck.h"
@@ -97,9 +94,13 @@ TEST(Sae, DecoderRowsStayUnitAndTheirGradientLosesItsParallelPart) {
   sae.remove_parallel_gradient();
   const std::vector<double> w = sae.W_dec.to_vector(), g = sae.W_dec.grad().to_vector();
   for (int64_t f = 0; f < 9; ++f) {
-    double along = 0;
-    for (int64_t c = 0; c < 6; ++c) along += w[f * 6 + c] * g[f * 6 + c];
-    EXPECT_NEAR(along, 0.0, 1e-6) << "row " << f;
+    double along = 0, norm = 0;
+    for (int64_t c = 0; c < 6; ++c) {
+      along += w[f * 6 + c] * g[f * 6 + c];
+      norm += g[f * 6 + c] * g[f * 6 + c];
+    }
+    EXPECT_GT(norm, 0.0) << "row " << f;
+    EXPECT_LE(std::abs(along), 1e-6 * std::sqrt(norm) + 1e-7) << "row " << f;  // float32
   }
   SaeAdam adam(sae);
   train_sae(
@@ -132,37 +133,20 @@ TEST(Sae, RefusesABadConfig) {
                                 "l1_coefficient -1"));
 }
 
-// The test: 32 sparse directions planted in 16 dimensions, found by the decoder.
+// The test: 32 sparse directions planted in 16 dimensions, each input a non-negative
+// combination of about 3 of them, found by 64 features at cosine >= 0.95. With this seed all 32
+// are found after 1,500 steps (mean best cosine 0.996; 31 after 1,000), about 0.3 s in Release.
 TEST(Sae, RecoversPlantedSparseDirections) {
-  const int64_t steps = std::getenv("SAE_STEPS") ? std::atoll(std::getenv("SAE_STEPS")) : 3000;
-  const double l1 = std::getenv("SAE_L1") ? std::atof(std::getenv("SAE_L1")) : 0.05;
-  const double lr = std::getenv("SAE_LR") ? std::atof(std::getenv("SAE_LR")) : 3e-3;
-  const int64_t d_sae = std::getenv("SAE_F") ? std::atoll(std::getenv("SAE_F")) : 64;
-  const int64_t rows = std::getenv("SAE_N") ? std::atoll(std::getenv("SAE_N")) : 256;
-  const int64_t resample = std::getenv("SAE_RS") ? std::atoll(std::getenv("SAE_RS")) : 0;
   Generator gen(7);
   const auto directions = planted_directions(32, 16, gen);
-  Sae sae({.d_in = 16, .d_sae = d_sae, .l1_coefficient = l1, .seed = 1});
+  Sae sae({.d_in = 16, .d_sae = 64, .l1_coefficient = 0.5, .seed = 1});
   SaeAdam adam(sae);
-  SaeStepLog last;
-  const auto start = std::chrono::steady_clock::now();
   train_sae(
-      sae, [&](int64_t) { return sparse_inputs(directions, rows, 3.0 / 32, gen); }, adam.optimizer,
-      {.steps = steps, .lr = lr, .log_every = 500, .dead_window = 200, .resample_every = resample},
-      [&](const SaeStepLog& row) {
-        last = row;
-        std::printf("step %lld loss %.4f mse %.4f l0 %.2f ev %.3f dead %lld rs %lld found %lld\n",
-                    (long long)row.step, row.batch.loss, row.batch.mse, row.batch.l0,
-                    row.batch.explained_variance, (long long)row.dead, (long long)row.resampled,
-                    (long long)recovered(sae, directions, 0.95));
-      });
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      sae, [&](int64_t) { return sparse_inputs(directions, 256, 3.0 / 32, gen); }, adam.optimizer,
+      {.steps = 1500, .lr = 3e-3, .log_every = 1500, .dead_window = 200}, nullptr);
   double mean_best = 0;
   const int64_t found = recovered(sae, directions, 0.95, &mean_best);
-  std::printf("found %lld, mean best cosine %.4f, %.1f us/step\n", (long long)found, mean_best,
-              seconds / steps * 1e6);
-  EXPECT_GE(found, 28);
+  EXPECT_GE(found, 28) << "mean best cosine " << mean_best;
 }
 
 }  // namespace test_sae

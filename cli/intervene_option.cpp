@@ -12,7 +12,8 @@ void add_intervene_option(po::options_description& options, InterveneOption& int
                           const std::string& runs) {
   const std::string help =
       "POINT[:HEAD]=zero|mean|resample|value:FILE.h5#DATASET|project-out:FILE.h5#DATASET|"
-      "keep:FILE.h5#DATASET, or PARAM=value:FILE.h5#DATASET: change a hook point's activation "
+      "keep:FILE.h5#DATASET|sae:FILE.h5, or PARAM=value:FILE.h5#DATASET: change a hook point's "
+      "activation "
       "(or one head's slice), or replace a parameter, in " +
       runs + "; repeatable, applied in order (docs/hooks.md)";
   options.add_options()("intervene", po::value(&intervene.specs)->composing(), help.c_str());

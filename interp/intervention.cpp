@@ -11,6 +11,7 @@
 
 #include "autograd/error.h"
 #include "autograd/format.h"
+#include "interp/files/sae_file.h"
 #include "io/hdf5/file.h"
 #include "io/hdf5/tensors.h"
 
@@ -120,6 +121,8 @@ const std::vector<InterventionKindRow>& intervention_kinds() {
        "x - P x: the subspace spanned by the rows of FILE.h5#DATASET removed"},
       {"keep", InterventionKind::keep, InterventionArgument::subspace,
        "P x: only that subspace kept"},
+      {"sae", InterventionKind::sae, InterventionArgument::sae,
+       "x_hat: the sparse autoencoder FILE.h5's reconstruction spliced in (gradlab sae train)"},
   };
   return rows;
 }
@@ -149,6 +152,16 @@ Intervention parse_intervention(const std::string& spec) {
     return out;
   }
   const std::string source = colon == std::string::npos ? "" : action.substr(colon + 1);
+  if (kind.argument == InterventionArgument::sae) {
+    if (source.empty()) fail(spec, "sae needs FILE.h5 (an SAE's file)");
+    if (!std::filesystem::is_regular_file(source)) fail(spec, "no such file " + quote(source));
+    try {
+      out.sae = read_sae_file(source);
+    } catch (const CheckpointError& e) {
+      fail(spec, e.what());
+    }
+    return out;
+  }
   const size_t hash = source.rfind('#');
   if (hash == std::string::npos || hash == 0 || hash + 1 == source.size()) {
     fail(spec, std::string(kind.name) + " needs FILE.h5#DATASET");

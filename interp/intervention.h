@@ -1,8 +1,9 @@
 // Interventions on a forward pass, `--intervene SPEC`: a hook point's activation (or one head's
 // slice of it) set to zero, to its held-out mean, to another held-out sequence's activation or to
-// a stored array, or projected onto or off a subspace read from an HDF5 file; or a parameter
-// replaced by a stored array. Parsed from the command line's text (the Python binding parses the
-// same text) and applied to a model for as long as an AppliedInterventions lives.
+// a stored array, or projected onto or off a subspace read from an HDF5 file, or replaced by a
+// sparse autoencoder's reconstruction; or a parameter replaced by a stored array. Parsed from the
+// command line's text (the Python binding parses the same text) and applied to a model for as long
+// as an AppliedInterventions lives.
 #pragma once
 
 #include <functional>
@@ -12,25 +13,28 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "interp/sae.h"
 #include "nn/hooks.h"
 #include "nn/sequence_model.h"
 
 namespace gradlab::interp {
 
-enum class InterventionKind { zero, mean, resample, value, project_out, keep };
+enum class InterventionKind { zero, mean, resample, value, project_out, keep, sae };
 
-// What a kind reads after its ':': nothing, a matrix whose rows span a subspace, or an array.
-enum class InterventionArgument { none, subspace, array };
+// What a kind reads after its ':': nothing, a matrix whose rows span a subspace, an array, or a
+// sparse autoencoder's file (interp/files/sae_file.h).
+enum class InterventionArgument { none, subspace, array, sae };
 
 struct InterventionKindRow {
   const char* name;  // as in the spec: "project-out"
   InterventionKind id;
-  InterventionArgument argument;  // subspace and array: FILE.h5#DATASET
+  InterventionArgument argument;  // subspace and array: FILE.h5#DATASET; sae: FILE.h5
   const char* description;
 };
 const std::vector<InterventionKindRow>& intervention_kinds();
 
-// One parsed spec: POINT[:HEAD]=KIND[:FILE.h5#DATASET], or PARAM=value:FILE.h5#DATASET.
+// One parsed spec: POINT[:HEAD]=KIND[:FILE.h5#DATASET], POINT=sae:FILE.h5, or
+// PARAM=value:FILE.h5#DATASET.
 struct Intervention {
   std::string spec;   // as given, for messages
   std::string point;  // a hook point's name or glob, or a parameter's name (told apart on a model)
@@ -41,13 +45,15 @@ struct Intervention {
   Tensor basis;
   // value: the file's array as float64.
   Tensor array;
-  Shape stored_shape;  // the file's shape, for messages
+  Shape stored_shape;              // the file's shape, for messages
+  std::shared_ptr<const Sae> sae;  // sae: the autoencoder read from the file
 };
 
 // Throws ConfigError "--intervene '<spec>': <what is wrong>" for a spec without '=', an unknown
 // kind, a head that is not a number, a kind that reads a file without FILE#DATASET (or one that
 // reads none with an argument), a file that is missing or not HDF5, a dataset that is missing,
-// or a subspace that is not a matrix.
+// or a subspace that is not a matrix; for sae, a file that is not an SAE's (read_sae_file's
+// reason).
 Intervention parse_intervention(const std::string& spec);
 
 // One hook per intervention on a hook point, in the order given (several on one point compose in
@@ -61,13 +67,16 @@ Intervention parse_intervention(const std::string& spec);
 //     for one head) for every sequence alike, or [B, T, ...] one per sequence.
 //   project-out: x - P x; keep: P x, with P the orthogonal projector onto the basis' span, over
 //     the point's last axis (of a head's slice alone with HEAD).
+//   sae: the SAE's reconstruction x_hat of x (the whole point, which must be the one the SAE was
+//     trained on, of a model with the parameters it was trained on).
 // Means and resampled activations are read by one run of evaluate over heldout (of the model as
 // the other interventions' parameters leave it), and like a value they may run over more
 // positions than a pass: a pass over T positions takes their first T (of each position axis), so
 // that a prompt shorter than the held-out sequences reads what they hold at its positions.
 // Throws ConfigError for a point that matches none of the model's (naming the closest points and
 // parameters), a head past the point's head axis or on a point without one, a subspace whose width
-// differs from the point's last axis or a value of another shape (naming both shapes); a hook
+// differs from the point's last axis or a value of another shape (naming both shapes), an SAE
+// on a head, another point or another model (naming what it was trained on); a hook
 // throws ShapeError for a pass longer than a stored array or of another batch.
 std::vector<nn::Hook> intervention_hooks(const nn::SequenceModel& model,
                                          const nn::SequenceBatch& heldout,

@@ -210,6 +210,24 @@ std::vector<std::string> points_named(const nn::SequenceModel& model,
   }
 }
 
+// An SAE splices in only where it was trained: its own point of the model it was trained on.
+void check_sae_point(const nn::SequenceModel& model, const Intervention& iv,
+                     const nn::HookPointInfo& info) {
+  const SaeConfig& c = iv.sae->config();
+  if (iv.head >= 0) refuse(iv.spec, "an SAE replaces the whole point, not one head");
+  if (info.name != c.hook) {
+    refuse(iv.spec, "the SAE was trained on " + c.hook + ", not " + info.name);
+  }
+  if (info.shape.size() != 3 || info.shape.back() != c.d_in) {
+    refuse(iv.spec, info.name + " is " + info.letters + " " + to_string(info.shape) +
+                        " but the SAE reads [B, T, " + std::to_string(c.d_in) + "]");
+  }
+  if (model_fingerprint(model) != c.model_fingerprint) {
+    refuse(iv.spec, "the SAE was trained on another model (" + quote(c.checkpoint) +
+                        "): its parameters differ from this model's");
+  }
+}
+
 bool names_parameter(const nn::SequenceModel& model, const std::string& name) {
   for (const auto& [parameter, _] : model.named_parameters()) {
     if (parameter == name) return true;
@@ -245,6 +263,7 @@ std::vector<nn::Hook> intervention_hooks(const nn::SequenceModel& model,
                             ": the last axes must match");
       }
       if (iv.kind == InterventionKind::value) value_of_point_rank(iv, info, axis);
+      if (iv.kind == InterventionKind::sae) check_sae_point(model, iv, info);
       if (iv.kind == InterventionKind::mean) averaged.push_back({name, -1});
       if (iv.kind == InterventionKind::resample) resampled.push_back(name);
     }
@@ -279,6 +298,11 @@ std::vector<nn::Hook> intervention_hooks(const nn::SequenceModel& model,
         case InterventionKind::project_out:
         case InterventionKind::keep:
           hooks.push_back(projecting_hook(iv, point, axis));
+          break;
+        case InterventionKind::sae:
+          hooks.push_back({point, [sae = iv.sae](const Tensor& x, const std::string&) {
+                             return sae->reconstruct(x);
+                           }});
           break;
       }
     }

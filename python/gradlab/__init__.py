@@ -10,12 +10,13 @@ from gradlab._model import ActivationCache, HookPoint, HookedModel, load
 from gradlab._native import Tensor, get_num_threads, set_num_threads, tensor
 from gradlab._instruments import (ablate, attribution_patch, batches, heads, lens, mean_over,
                                   patch, patch_path, read_dataset)
+from gradlab._sae import SAE, sae_train
 from gradlab._sweep import sweep
 from gradlab._train import train
 
 __all__ = [
-    "ActivationCache", "FactoredMatrix", "HookPoint", "HookedModel", "OV", "QK", "Tensor", "ablate",
-    "attribution_patch", "batches", "circuit_matrices", "circuits", "fourier", "get_num_threads",
-    "heads", "lens", "load", "mean_over", "patch", "patch_path", "read_dataset", "set_num_threads",
-    "sweep", "tasks", "tensor", "train",
+    "ActivationCache", "FactoredMatrix", "HookPoint", "HookedModel", "OV", "QK", "SAE", "Tensor",
+    "ablate", "attribution_patch", "batches", "circuit_matrices", "circuits", "fourier",
+    "get_num_threads", "heads", "lens", "load", "mean_over", "patch", "patch_path", "read_dataset",
+    "sae_train", "set_num_threads", "sweep", "tasks", "tensor", "train",
 ]

@@ -140,6 +140,8 @@ line heads heads --checkpoint ck.h5 --length 2 --sequences 2 --out w.h5
 line circuits circuits --checkpoint ck.h5 --layer 1 --head 0 --top 2 --baseline-draws 2 --out c.h5
 line lens lens --checkpoint ck.h5 --input "1 2" --top 2 --out l.h5
 line dla dla --checkpoint ck.h5 --held-out 2 --versus 1 --out d.h5
+line fourier fourier --checkpoint ck.h5 --share 0.5 --neuron-threshold 0.9 --out f.csv
+line fourier-run fourier --run run --out f.csv --overwrite
 line inspect inspect ck.h5
 line explain explain
 line explain-shapes explain --shapes 2,5,8,4,2

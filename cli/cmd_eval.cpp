@@ -55,24 +55,25 @@ int run_eval(EvalArgs& a) {
     m = heldout.evaluate();
   }
   for (const std::string& spec : a.intervene.specs) std::printf("intervened %s\n", spec.c_str());
-  const train::RunConfig& config = trained.config;
+  // The rows evaluate() read: a task may size its held-out set without --eval-size (modular
+  // holds out every pair it does not train on).
+  const auto evaluated = static_cast<long long>(heldout.heldout.inputs.shape[0]);
   const data::Task* task = trained.task.get();
   if (const data::LanguageModelTask* language_model = trained.language_model()) {
     std::printf(
-        "checkpoint %s (step %lld, text %s, %s tokens)\nloss %.6f\nbits per %s %.4f\n"
-        "token accuracy %.4f\n",
+        "checkpoint %s (step %lld, text %s, %s tokens, %lld windows)\nloss %.6f\nbits per %s "
+        "%.4f\ntoken accuracy %.4f\n",
         a.checkpoint.c_str(), static_cast<long long>(trained.step),
         (a.input.empty() ? language_model->heldout_description() : a.input).c_str(),
-        data::tokenizer_kind(language_model->vocabulary().kind()).name, m.loss,
+        data::tokenizer_kind(language_model->vocabulary().kind()).name, evaluated, m.loss,
         language_model->token_unit().c_str(), m.loss / std::log(2.0), m.token_accuracy);
     return kExitOk;
   }
   std::printf(
       "checkpoint %s (step %lld, task %s, %lld held-out sequences)\n"
       "loss %.6f\n%s %.4f\nexact match %.4f\n",
-      a.checkpoint.c_str(), static_cast<long long>(trained.step), task->name().c_str(),
-      static_cast<long long>(config.eval_size), m.loss, task->accuracy_name().c_str(),
-      m.token_accuracy, m.exact_match);
+      a.checkpoint.c_str(), static_cast<long long>(trained.step), task->name().c_str(), evaluated,
+      m.loss, task->accuracy_name().c_str(), m.token_accuracy, m.exact_match);
   for (const train::PartLoss& part : m.parts) {
     std::printf("%s loss %.6f\n", part.name.c_str(), part.loss);
   }

@@ -29,17 +29,17 @@ class PermutationTask : public SequenceTask {
 
 }  // namespace
 
-std::unique_ptr<Task> make_copy_task(const TaskConfig& config) {
-  return std::make_unique<PermutationTask>(config, [](std::vector<int64_t>&) {});
+std::shared_ptr<Task> make_copy_task(const TaskConfig& config) {
+  return std::make_shared<PermutationTask>(config, [](std::vector<int64_t>&) {});
 }
 
-std::unique_ptr<Task> make_reverse_task(const TaskConfig& config) {
-  return std::make_unique<PermutationTask>(
+std::shared_ptr<Task> make_reverse_task(const TaskConfig& config) {
+  return std::make_shared<PermutationTask>(
       config, [](std::vector<int64_t>& a) { std::reverse(a.begin(), a.end()); });
 }
 
-std::unique_ptr<Task> make_sort_task(const TaskConfig& config) {
-  return std::make_unique<PermutationTask>(
+std::shared_ptr<Task> make_sort_task(const TaskConfig& config) {
+  return std::make_shared<PermutationTask>(
       config, [](std::vector<int64_t>& a) { std::sort(a.begin(), a.end()); });
 }
 

@@ -120,12 +120,8 @@ std::shared_ptr<const DataSource> InductionTask::data_source(
     std::shared_ptr<const nn::SequenceModel> model, uint64_t seed, int64_t batch_size,
     int64_t eval_size) const {
   if (!model->kind().empty()) positions(model->kind());  // refuses the encoder-decoder
-  const std::shared_ptr<const Task> self = weak_from_this().lock();
-  if (!self) {
-    throw std::logic_error("InductionTask::data_source: the task is not held by a shared_ptr");
-  }
-  return std::make_shared<InductionData>(std::static_pointer_cast<const InductionTask>(self), seed,
-                                         batch_size, eval_size);
+  return std::make_shared<InductionData>(shared_self<InductionTask>("InductionTask::data_source"),
+                                         seed, batch_size, eval_size);
 }
 
 std::vector<std::string> InductionTask::loss_parts() const {
@@ -145,8 +141,8 @@ void InductionTask::check_prompt_length(int64_t size) const {
   }
 }
 
-std::unique_ptr<Task> make_induction_task(const TaskConfig& config) {
-  return std::make_unique<InductionTask>(config.name, config.sequence);
+std::shared_ptr<Task> make_induction_task(const TaskConfig& config) {
+  return std::make_shared<InductionTask>(config.name, config.sequence);
 }
 
 }  // namespace gradlab::data

@@ -152,10 +152,7 @@ HeldoutSize ModularTask::heldout_size(int64_t, int64_t model_positions) const {
 std::shared_ptr<const DataSource> ModularTask::data_source(
     std::shared_ptr<const nn::SequenceModel> model, uint64_t seed, int64_t batch_size,
     int64_t) const {
-  const std::shared_ptr<const Task> self = weak_from_this().lock();
-  if (!self)
-    throw std::logic_error("ModularTask::data_source: the task is not held by a shared_ptr");
-  return std::make_shared<ModularData>(std::static_pointer_cast<const ModularTask>(self),
+  return std::make_shared<ModularData>(shared_self<ModularTask>("ModularTask::data_source"),
                                        std::move(model), seed, batch_size);
 }
 
@@ -171,8 +168,8 @@ std::vector<ConfigField> modular_task_fields(TaskConfig& c) {
   };
 }
 
-std::unique_ptr<Task> make_modular_task(const TaskConfig& config) {
-  return std::make_unique<ModularTask>(config.name, config.modular);
+std::shared_ptr<Task> make_modular_task(const TaskConfig& config) {
+  return std::make_shared<ModularTask>(config.name, config.modular);
 }
 
 }  // namespace gradlab::data

@@ -154,14 +154,12 @@ std::shared_ptr<const DataSource> MqarTask::data_source(
     std::shared_ptr<const nn::SequenceModel> model, uint64_t seed, int64_t batch_size,
     int64_t eval_size) const {
   if (!model->kind().empty()) positions(model->kind());  // refuses the encoder-decoder
-  const std::shared_ptr<const Task> self = weak_from_this().lock();
-  if (!self) throw std::logic_error("MqarTask::data_source: the task is not held by a shared_ptr");
-  return std::make_shared<MqarData>(std::static_pointer_cast<const MqarTask>(self), seed,
+  return std::make_shared<MqarData>(shared_self<MqarTask>("MqarTask::data_source"), seed,
                                     batch_size, eval_size);
 }
 
-std::unique_ptr<Task> make_mqar_task(const TaskConfig& config) {
-  return std::make_unique<MqarTask>(config.name, config.mqar, config.text.context,
+std::shared_ptr<Task> make_mqar_task(const TaskConfig& config) {
+  return std::make_shared<MqarTask>(config.name, config.mqar, config.text.context,
                                     config.sequence.num_symbols);
 }
 

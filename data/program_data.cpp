@@ -46,8 +46,8 @@ class ProgramData : public Task {
 
 }  // namespace
 
-std::unique_ptr<Task> make_program_data_task(const TaskConfig& config) {
-  return std::make_unique<ProgramData>(config.name, config.program);
+std::shared_ptr<Task> make_program_data_task(const TaskConfig& config) {
+  return std::make_shared<ProgramData>(config.name, config.program);
 }
 
 std::vector<ConfigField> program_data_fields(TaskConfig& c) {

@@ -68,8 +68,8 @@ class RecallTask : public SequenceTask {
 
 }  // namespace
 
-std::unique_ptr<Task> make_recall_task(const TaskConfig& config) {
-  return std::make_unique<RecallTask>(config);
+std::shared_ptr<Task> make_recall_task(const TaskConfig& config) {
+  return std::make_shared<RecallTask>(config);
 }
 
 }  // namespace gradlab::data

@@ -126,10 +126,7 @@ HeldoutSize SequenceTask::heldout_size(int64_t eval_size, int64_t model_position
 std::shared_ptr<const DataSource> SequenceTask::data_source(
     std::shared_ptr<const nn::SequenceModel> model, uint64_t seed, int64_t batch_size,
     int64_t eval_size) const {
-  const std::shared_ptr<const Task> self = weak_from_this().lock();
-  if (!self)
-    throw std::logic_error("SequenceTask::data_source: the task is not held by a shared_ptr");
-  return std::make_shared<TaskData>(std::static_pointer_cast<const SequenceTask>(self),
+  return std::make_shared<TaskData>(shared_self<SequenceTask>("SequenceTask::data_source"),
                                     std::move(model), seed, batch_size, eval_size);
 }
 
@@ -144,12 +141,12 @@ std::vector<ConfigField> sequence_task_fields(TaskConfig& c) {
   };
 }
 
-std::unique_ptr<SequenceTask> make_sequence_task(const TaskConfig& config) {
-  std::unique_ptr<Task> task = make_task(config);
+std::shared_ptr<SequenceTask> make_sequence_task(const TaskConfig& config) {
+  std::shared_ptr<Task> task = make_task(config);
   if (!task->sequence_task()) {
     throw ConfigError("task: " + config.name + " is not a sequence task (no prompts to answer)");
   }
-  return std::unique_ptr<SequenceTask>(static_cast<SequenceTask*>(task.release()));
+  return std::static_pointer_cast<SequenceTask>(task);
 }
 
 TaskData::TaskData(std::shared_ptr<const SequenceTask> task,

@@ -95,7 +95,7 @@ std::vector<ConfigField> sequence_task_fields(TaskConfig& config);
 
 // A sequence task of task_kinds() (data/tasks.h). Throws ConfigError for an unknown name, a
 // task that is not a sequence task, or a bad size.
-std::unique_ptr<SequenceTask> make_sequence_task(const TaskConfig& config);
+std::shared_ptr<SequenceTask> make_sequence_task(const TaskConfig& config);
 
 // A sequence task as the model reads it (its make_batch of the task's samples).
 class TaskData : public DataSource {

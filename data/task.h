@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +47,8 @@ struct HeldoutSize {
   std::string what;  // for messages: "[sequences, T] held-out set"
 };
 
-// Tasks are held by shared_ptr (make_task gives one to own): the data sources a task makes share
-// it.
+// Tasks are held by shared_ptr (make_task and every row's make give one): the data sources a task
+// makes share it.
 class Task : public std::enable_shared_from_this<Task> {
  public:
   virtual ~Task() = default;
@@ -100,6 +101,20 @@ class Task : public std::enable_shared_from_this<Task> {
 
  protected:
   explicit Task(std::string name) : name_(std::move(name)) {}
+
+  // This task as the T it is, shared, for a data source to keep it alive. Throws
+  // std::logic_error naming `who` for a task that no shared_ptr holds (one of the public task
+  // classes built on the stack), where shared_from_this would be undefined.
+  template <class T>
+  std::shared_ptr<const T> shared_self(const char* who) const {
+    const std::shared_ptr<const Task> self = weak_from_this().lock();
+    if (!self) {
+      throw std::logic_error(std::string(who) +
+                             ": the task is not held by a shared_ptr (build it with "
+                             "data::make_task or std::make_shared)");
+    }
+    return std::static_pointer_cast<const T>(self);
+  }
 
  private:
   std::string name_;

@@ -10,15 +10,15 @@
 
 namespace gradlab::data {
 
-std::unique_ptr<Task> make_copy_task(const TaskConfig& config);          // copy_task.cpp
-std::unique_ptr<Task> make_reverse_task(const TaskConfig& config);       // copy_task.cpp
-std::unique_ptr<Task> make_sort_task(const TaskConfig& config);          // copy_task.cpp
-std::unique_ptr<Task> make_recall_task(const TaskConfig& config);        // recall_task.cpp
-std::unique_ptr<Task> make_mqar_task(const TaskConfig& config);          // mqar_task.cpp
-std::unique_ptr<Task> make_text_task(const TaskConfig& config);          // text_task.cpp
-std::unique_ptr<Task> make_modular_task(const TaskConfig& config);       // modular_task.cpp
-std::unique_ptr<Task> make_induction_task(const TaskConfig& config);     // induction_task.cpp
-std::unique_ptr<Task> make_program_data_task(const TaskConfig& config);  // program_data.cpp
+std::shared_ptr<Task> make_copy_task(const TaskConfig& config);          // copy_task.cpp
+std::shared_ptr<Task> make_reverse_task(const TaskConfig& config);       // copy_task.cpp
+std::shared_ptr<Task> make_sort_task(const TaskConfig& config);          // copy_task.cpp
+std::shared_ptr<Task> make_recall_task(const TaskConfig& config);        // recall_task.cpp
+std::shared_ptr<Task> make_mqar_task(const TaskConfig& config);          // mqar_task.cpp
+std::shared_ptr<Task> make_text_task(const TaskConfig& config);          // text_task.cpp
+std::shared_ptr<Task> make_modular_task(const TaskConfig& config);       // modular_task.cpp
+std::shared_ptr<Task> make_induction_task(const TaskConfig& config);     // induction_task.cpp
+std::shared_ptr<Task> make_program_data_task(const TaskConfig& config);  // program_data.cpp
 
 std::vector<ConfigField> sequence_task_fields(TaskConfig& config);  // sequence_task.cpp
 std::vector<ConfigField> mqar_task_fields(TaskConfig& config);      // mqar_task.cpp

@@ -59,7 +59,7 @@ void apply_own_defaults(TaskConfig& config, const std::function<bool(const char*
   }
 }
 
-std::unique_ptr<Task> make_task(const TaskConfig& config) {
+std::shared_ptr<Task> make_task(const TaskConfig& config) {
   return task_kind(config.name).make(config);
 }
 

@@ -20,7 +20,7 @@ struct TaskKind {
   // checkpoints' /config and config files.
   std::vector<ConfigField> (*fields)(TaskConfig& config);
   // Builds the task; throws ConfigError naming the flag for a bad option.
-  std::unique_ptr<Task> (*make)(const TaskConfig& config);
+  std::shared_ptr<Task> (*make)(const TaskConfig& config);
   // The marker of a program's own data (a train::DataSource of its own): the task of a
   // checkpoint that a program wrote for a built-in model. Its checkpoint holds the model's
   // fields, not a run's (no optimizer, schedule or loop), and no data: gradlab train cannot
@@ -48,7 +48,7 @@ const TaskKind& own_data_kind();
 void apply_own_defaults(TaskConfig& config, const std::function<bool(const char* key)>& given);
 
 // The task config names, its options checked.
-std::unique_ptr<Task> make_task(const TaskConfig& config);
+std::shared_ptr<Task> make_task(const TaskConfig& config);
 // The fields of config's own kind (the task's part of /config).
 std::vector<ConfigField> own_task_fields(TaskConfig& config);
 // The fields of every kind, each key once, in table order: what the command line accepts.

@@ -152,8 +152,8 @@ std::shared_ptr<const DataSource> TextTask::file_source(
                                     TextData::Heldout::WholeFile, 0);
 }
 
-std::unique_ptr<Task> make_text_task(const TaskConfig& config) {
-  return std::make_unique<TextTask>(config.name, config.text);
+std::shared_ptr<Task> make_text_task(const TaskConfig& config) {
+  return std::make_shared<TextTask>(config.name, config.text);
 }
 
 std::vector<ConfigField> text_task_fields(TaskConfig& c) {

@@ -12,6 +12,7 @@
 # foreign files (truncated, wrong version, soft link, no gradlab format, not HDF5, empty), and
 # the damaged storage and values listed below.
 # Command-line seeds (fuzz/corpus/cli/): one argument word per line, first the subcommand.
+# Intervention seeds (fuzz/corpus/intervene/): one --intervene spec per file.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -202,5 +203,46 @@ line train-ambiguous train --e 1
 line sweep sweep --grid lr=1e-3,3e-3 --seeds 2 --jobs 2 "${tiny[@]}" --out sw
 line sweep-grid-bad sweep --grid lr=1e-3,, --grid = --out sw
 line sweep-config sweep --config run.ini --grid seed=1 --out sw
+
+# --intervene specs (fuzz_intervene.cpp's working directory: a.h5, bad.h5, dir): every kind, a
+# head, a glob and a parameter, then the hostile specs: missing parts, unknown forms, huge and
+# non-numeric heads, trailing garbage, NaN, huge, empty and scalar arrays, files of every kind.
+iv="$out/intervene"
+mkdir -p "$iv"
+spec() { printf '%s' "$2" >"$iv/$1"; }
+spec zero 'blocks.0.hook_resid_pre=zero'
+spec head-mean 'blocks.0.attn.hook_z:1=mean'
+spec glob-resample 'blocks.*.hook_resid_post=resample'
+spec keep 'blocks.1.hook_resid_pre=keep:a.h5#m'
+spec project-out-group 'blocks.0.hook_resid_mid=project-out:a.h5#g/inner'
+spec value 'blocks.0.hook_resid_pre=value:a.h5#v'
+spec value-head 'blocks.1.attn.hook_z:0=value:a.h5#h'
+spec parameter 'embed.token_embedding.weight=value:a.h5#w'
+spec parameter-wrong-shape 'embed.position_embedding.weight=value:a.h5#m'
+spec value-nan 'blocks.0.hook_resid_pre=value:a.h5#nan'
+spec keep-nan 'blocks.0.hook_resid_pre=keep:a.h5#nan'
+spec value-huge 'blocks.0.hook_resid_pre=value:a.h5#huge'
+spec keep-empty 'blocks.0.hook_resid_pre=keep:a.h5#empty'
+spec keep-scalar 'blocks.0.hook_resid_pre=keep:a.h5#scalar'
+spec not-hdf5 'blocks.0.hook_resid_pre=keep:bad.h5#m'
+spec directory 'blocks.0.hook_resid_pre=keep:dir#m'
+spec no-file 'blocks.0.hook_resid_pre=keep:none.h5#m'
+spec no-dataset 'blocks.0.hook_resid_pre=value:a.h5#'
+spec empty ''
+spec equals-only '='
+spec no-equals 'blocks.0.hook_resid_pre'
+spec no-point '=zero'
+spec unknown-kind 'blocks.0.hook_resid_pre=halve'
+spec trailing-garbage 'blocks.0.hook_resid_pre=zero junk'
+spec argument-to-zero 'blocks.0.hook_resid_pre=zero:1'
+spec head-huge 'blocks.0.attn.hook_z:99999999999999999999=zero'
+spec head-nan 'blocks.0.attn.hook_z:nan=zero'
+spec head-past 'blocks.0.attn.hook_z:2=zero'
+spec head-without-axis 'blocks.0.hook_resid_pre:0=zero'
+spec unknown-point 'blocks.9.hook_resid_pre=zero'
+spec two-equals 'blocks.0.hook_resid_pre=zero=mean'
+printf 'blocks.0.hook_resid_pre=keep:a.h5\0x#m' >"$iv/nul-in-file"
+printf 'blocks.0.hook_\nresid_pre=zero' >"$iv/newline"
+
 echo "fuzz corpus: $(find "$ck" -type f | wc -l) checkpoint inputs, $(find "$cli" -type f | wc -l)" \
-  "command lines in $out"
+  "command lines, $(find "$iv" -type f | wc -l) intervention specs in $out"

@@ -12,6 +12,7 @@
 #include "autograd/error.h"
 #include "autograd/format.h"
 #include "interp/files/sae_file.h"
+#include "io/hdf5/errors.h"
 #include "io/hdf5/file.h"
 #include "io/hdf5/tensors.h"
 
@@ -29,6 +30,7 @@ constexpr double kDependentRow = 1e-10;
 // The dataset of file (a path inside it: "group/name"), as float64 values.
 Tensor read_array(const std::string& spec, const std::string& file, const std::string& dataset) {
   if (!std::filesystem::is_regular_file(file)) fail(spec, "no such file " + quote(file));
+  io::hdf5::quiet_hdf5();  // the one-line error replaces HDF5's stack on stderr
   try {
     io::hdf5::Source source{file, io::hdf5::open_hdf5(file), 0};
     source.size = source.file.getFileSize();
@@ -47,7 +49,15 @@ Tensor read_array(const std::string& spec, const std::string& file, const std::s
     item += "/" + names.back();
     const io::hdf5::StoredTensor stored =
         io::hdf5::open_tensor(source, dataset, item, group, names.back());
-    return io::hdf5::read_values(file, {stored}).at(0).second.to(DType::Float64);
+    Tensor values = io::hdf5::read_values(file, {stored}).at(0).second.to(DType::Float64);
+    const std::vector<double> flat = values.to_vector();
+    if (const auto bad =
+            std::find_if(flat.begin(), flat.end(), [](double x) { return !std::isfinite(x); });
+        bad != flat.end()) {
+      fail(spec, "dataset " + quote(dataset) + " holds " + format_number(*bad) + " at index " +
+                     std::to_string(bad - flat.begin()) + ": only finite values");
+    }
+    return values;
   } catch (const ConfigError&) {
     throw;
   } catch (const Error& e) {
@@ -130,6 +140,8 @@ const std::vector<InterventionKindRow>& intervention_kinds() {
 Intervention parse_intervention(const std::string& spec) {
   Intervention out;
   out.spec = spec;
+  // A path ends at its first NUL: the spec would name another file than it shows.
+  if (spec.find('\0') != std::string::npos) fail(spec, "a NUL character");
   const size_t equals = spec.find('=');
   if (equals == std::string::npos) fail(spec, "expected POINT[:HEAD]=KIND");
   out.point = spec.substr(0, equals);

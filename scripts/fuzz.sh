@@ -9,7 +9,7 @@
 #   ./scripts/fuzz.sh --replay           run each target once over fuzz/corpus/<target>/ and
 #                                        stop (scripts/test.sh does this in CI)
 #   ./scripts/fuzz.sh --build            build only
-#   --target checkpoint|cli              (with any of the above) only this target
+#   --target checkpoint|cli|intervene    (with any of the above) only this target
 #   --jobs N                             (with SECONDS) N fuzzing processes per target
 #   -- FLAGS...                          more libFuzzer flags, e.g. `600 -- -fork=1
 #                                        -ignore_crashes=1` to go on after a crash
@@ -29,7 +29,7 @@ usage() {
 mode=""
 seconds=0
 jobs=1
-targets=(checkpoint cli)
+targets=(checkpoint cli intervene)
 extra_flags=()
 while (($# > 0)); do
   case "$1" in
@@ -42,7 +42,7 @@ while (($# > 0)); do
     --target)
       (($# >= 2)) || usage
       case "$2" in
-        checkpoint | cli) targets=("$2") ;;
+        checkpoint | cli | intervene) targets=("$2") ;;
         *) usage ;;
       esac
       shift

@@ -169,8 +169,8 @@ fi
 section "fuzz corpus replay under the sanitizers (build-sanitize/fuzz/)"
 # As fuzz.sh --replay's -malloc_limit_mb=512: one allocation above it is a finding.
 export ASAN_OPTIONS="max_allocation_size_mb=512:$ASAN_OPTIONS"
-for target in checkpoint cli; do
-  # Absolute paths: replay_cli works in a temporary directory of its own.
+for target in checkpoint cli intervene; do
+  # Absolute paths: replay_cli and replay_intervene work in temporary directories of their own.
   mapfile -t inputs < <(find "$repo_root/fuzz/corpus/$target" -type f | sort)
   echo "test.sh: replaying the ${#inputs[@]} inputs of fuzz/corpus/$target"
   build-sanitize/fuzz/replay_$target "${inputs[@]}"

@@ -14,9 +14,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 
+#include "cli/command_table.h"
 #include "tests/test_helpers.h"
 #include "train/fingerprint.h"
 
@@ -186,6 +189,27 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
   } else if (WIFSIGNALED(status)) {
     result.term_signal = WTERMSIG(status);
   }
+  return result;
+}
+
+CommandResult parse_gradlab(const std::vector<std::string>& args) {
+  const cli::Command* const row = args.empty() ? nullptr : cli::find_command(args[0]);
+  if (!row) throw std::invalid_argument("parse_gradlab: no command row named by the arguments");
+  std::ostringstream out, err;
+  std::streambuf* const saved_out = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* const saved_err = std::cerr.rdbuf(err.rdbuf());
+  CommandResult result;
+  try {
+    result.exit_code = row->parse({args.begin() + 1, args.end()});
+  } catch (...) {
+    std::cout.rdbuf(saved_out);
+    std::cerr.rdbuf(saved_err);
+    throw;
+  }
+  std::cout.rdbuf(saved_out);
+  std::cerr.rdbuf(saved_err);
+  result.out = out.str();
+  result.err = err.str();
   return result;
 }
 

@@ -53,6 +53,12 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
 // Runs the gradlab executable under test with these arguments (after argv[0]).
 CommandResult run_gradlab(const std::vector<std::string>& args, const RunOptions& options = {});
 
+// The parse-only entry of the command table's row args[0] (cli/command_table.h) on the rest, in
+// this process, its std::cout and std::cerr captured: exit_code is what that entry returns (2 a
+// usage error, 0 after --help, -1 when the command would go on). For a test of a usage error,
+// without the cost of a process start.
+CommandResult parse_gradlab(const std::vector<std::string>& args);
+
 // A fresh, uniquely named directory under the system temporary directory, deleted with
 // everything in it when the object goes out of scope.
 class TempDir {

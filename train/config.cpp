@@ -185,7 +185,7 @@ std::vector<ConfigField> run_fields(RunConfig& c) {
   return fields_around(c, data::own_task_fields(c.task), !data::task_kind(c.task.name).own_data);
 }
 
-std::unique_ptr<data::Task> make_task(const RunConfig& config) {
+std::shared_ptr<data::Task> make_task(const RunConfig& config) {
   return data::make_task(config.task);
 }
 
@@ -241,7 +241,7 @@ void check_fields(const RunConfig& c) {
             std::string("--") + f.key + " must be a finite number, got " + format_number(**value));
     }
   }
-  const std::unique_ptr<data::Task> task = make_task(c);  // checks the task's own options
+  const std::shared_ptr<data::Task> task = make_task(c);  // checks the task's own options
   // A model option names a row of its table: the error names the flag and the rows.
   const auto check_kind = [](const char* flag, const auto& find, const std::string& name) {
     try {
@@ -312,7 +312,7 @@ void check_fields(const RunConfig& c) {
 void finalize(RunConfig& c) {
   check_fields(c);
   c.net.embedding = nn::resolved_positions(c.net.embedding);  // /config records the scheme
-  const std::unique_ptr<data::Task> task = make_task(c);
+  const std::shared_ptr<data::Task> task = make_task(c);
   const int64_t vocab_size = task->vocab_size();
   const int64_t positions = [&] {
     try {

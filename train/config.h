@@ -54,7 +54,7 @@ std::vector<ConfigField> run_fields(RunConfig& config);
 
 // The task config.task names (data::make_task), its options checked: throws ConfigError
 // naming the flag.
-std::unique_ptr<data::Task> make_task(const RunConfig& config);
+std::shared_ptr<data::Task> make_task(const RunConfig& config);
 // make_task, then what the task reads before its sizes are known (a text run: its file, whose
 // vocabulary is stored in config). Throws ConfigError naming the file or the flag.
 std::shared_ptr<data::Task> prepare_task(RunConfig& config);

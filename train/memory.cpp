@@ -58,7 +58,7 @@ void check_memory(const RunConfig& c) {
   const MemoryEstimate m = estimate_memory(c);
   const double limit = memory_limit(c);
   if (m.total() <= limit) return;
-  const std::unique_ptr<data::Task> task = make_task(c);
+  const std::shared_ptr<data::Task> task = make_task(c);
   // The flag alone: "--length", not "--length 10".
   const std::string length = task->length_flag().substr(0, task->length_flag().find(' '));
   std::string cause;

@@ -298,7 +298,7 @@ LoadedRun load_run(const std::string& checkpoint_path, const std::string& text) 
   const auto model = nn::make_sequence_model(run.config.model, run.config.net);
   require_vocabulary_rows(checkpoint_path, run.config, *model);  // before a data file is read
   if (!text.empty()) {
-    const std::unique_ptr<data::Task> task = make_task(run.config);
+    const std::shared_ptr<data::Task> task = make_task(run.config);
     const data::LanguageModelTask* language_model = task->language_model();
     if (!language_model) {
       throw ConfigError(checkpoint_path + ": a " + task->name() +

@@ -1,10 +1,12 @@
 // Every row of the command table (cli/command_table.h) is a whole command: it prints its
 // options with --help, has its section in docs/commands.md (summary and every flag) and a seed of
 // the command-line fuzzer (fuzz/corpus/cli/<command>*), and a renamed flag's errors name the
-// flag as the user typed it. The tests loop over the rows: a new row is tested as it is added.
+// flag as the user typed it (checked through each row's parse entry, in this process). The tests
+// loop over the rows: a new row is tested as it is added.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "cli/command_table.h"
 #include "tests/cli_runner.h"
@@ -110,17 +112,23 @@ TEST(CommandTable, ARenamedFlagsErrorsNameTheFlagAsTyped) {
   for (const cli::Command& row : cli::commands()) {
     const std::vector<std::string> flags = cli::flags_of(row);
     const bool has_out = std::find(flags.begin(), flags.end(), "--out") != flags.end();
+    const bool has_config = std::find(flags.begin(), flags.end(), "--config") != flags.end();
     for (const auto& [old_flag, new_flag] : renamed_flags(row)) {
       ++renamed_seen;
       testing::TempDir dir;
       int refused = 0;
       for (const char* value : {"2", "-1", "1e300", "x"}) {
         std::vector<std::string> args = {row.name, old_flag, value};
+        if (has_config) {  // the old name as a line of a --config file, on every other value
+          std::ofstream(dir.file("old.ini")) << old_flag.substr(2) << " = " << value << "\n";
+          if (value[0] == '-' || value[0] == 'x')
+            args = {row.name, "--config", dir.file("old.ini")};
+        }
         if (has_out) args.insert(args.end(), {"--out", dir.file("out")});
-        const auto result = run_gradlab(args);
+        const auto result = testing::parse_gradlab(args);
         if (result.exit_code != 2) continue;
         ++refused;
-        EXPECT_TRUE(contains(result.err, old_flag)) << result.describe();
+        EXPECT_TRUE(contains(result.err, old_flag.substr(2))) << result.describe();
         EXPECT_FALSE(contains(result.err.substr(0, result.err.find('\n')), new_flag))
             << result.describe();
       }

@@ -176,10 +176,10 @@ TEST_F(InputRules, SampleRefusesATopKAboveTheVocabulary) {
 
 TEST_F(InputRules, ExplainRefusesAnEmptySizeInShapes) {
   for (const char* shapes : {"2,4,8,2,", ",2,4,8,2", "2,4,,8,2"}) {
-    expect_usage_error(run_gradlab({"explain", "--shapes", shapes}), "explain",
+    expect_usage_error(testing::parse_gradlab({"explain", "--shapes", shapes}), "explain",
                        {"--shapes '" + std::string(shapes) + "'", "an empty size"});
   }
-  EXPECT_EQ(run_gradlab({"explain", "--shapes", "2,4,8,2"}).exit_code, 0);
+  EXPECT_EQ(testing::parse_gradlab({"explain", "--shapes", "2,4,8,2"}).exit_code, -1);
 }
 
 TEST_F(InputRules, AnEmptyArgumentIsAShortUsageError) {

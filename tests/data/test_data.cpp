@@ -36,7 +36,7 @@ SequenceBatch seq2seq_heldout(const SequenceTask& task, uint64_t seed, int64_t c
   return nn::encoder_decoder_batch(task.heldout(seed, count), task.prompt_length());
 }
 
-std::unique_ptr<SequenceTask> make(const std::string& name, int64_t length, int64_t num_symbols) {
+std::shared_ptr<SequenceTask> make(const std::string& name, int64_t length, int64_t num_symbols) {
   TaskConfig c;
   c.name = name;
   c.sequence = {.length = length, .num_symbols = num_symbols};

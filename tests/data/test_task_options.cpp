@@ -35,15 +35,15 @@ TaskConfig with_other_options(TaskConfig config) {
 TEST(TaskOptions, SequenceTaskReadsOnlyTheSequenceOptions) {
   for (const std::string name : {"copy", "reverse", "sort", "recall", "induction"}) {
     SCOPED_TRACE(name);
-    const std::unique_ptr<SequenceTask> plain = make_sequence_task(named(name));
-    const std::unique_ptr<SequenceTask> other = make_sequence_task(with_other_options(named(name)));
+    const std::shared_ptr<SequenceTask> plain = make_sequence_task(named(name));
+    const std::shared_ptr<SequenceTask> other = make_sequence_task(with_other_options(named(name)));
     EXPECT_EQ(other->vocab_size(), plain->vocab_size());
     EXPECT_EQ(other->sample_length(), plain->sample_length());
     EXPECT_EQ(other->heldout(3, 5).values, plain->heldout(3, 5).values);
 
     TaskConfig resized = named(name);
     resized.sequence = {.length = 4, .num_symbols = 20};
-    const std::unique_ptr<SequenceTask> task = make_sequence_task(resized);
+    const std::shared_ptr<SequenceTask> task = make_sequence_task(resized);
     EXPECT_EQ(task->length(), 4);
     EXPECT_EQ(task->vocab_size(), 22);
   }
@@ -52,13 +52,13 @@ TEST(TaskOptions, SequenceTaskReadsOnlyTheSequenceOptions) {
 TEST(TaskOptions, ModularReadsOnlyTheModularOptions) {
   TaskConfig config = named("modular");
   config.modular = {.modulus = 7, .operation = "mul", .train_fraction = 0.5};
-  const std::unique_ptr<SequenceTask> task = make_sequence_task(config);
+  const std::shared_ptr<SequenceTask> task = make_sequence_task(config);
   EXPECT_EQ(task->vocab_size(), 9);                            // =, 0..6, padding
   EXPECT_EQ(task->training_set_size(), 25);                    // round(0.5 * 49)
   EXPECT_EQ(task->answer({3, 4}), (std::vector<int64_t>{7}));  // 2 * 3 mod 7 = 6, token 7
 
   config.sequence = {.length = 5, .num_symbols = 30};  // the sequence tasks' sizes: unread
-  const std::unique_ptr<SequenceTask> same = make_sequence_task(config);
+  const std::shared_ptr<SequenceTask> same = make_sequence_task(config);
   EXPECT_EQ(same->vocab_size(), 9);
   EXPECT_EQ(same->prompt_length(), 2);
   EXPECT_EQ(same->heldout(1, 6).values, task->heldout(1, 6).values);
@@ -71,7 +71,7 @@ TEST(TaskOptions, MqarReadsItsPairsAndTheSharedContextAndSymbols) {
   config.sequence.num_symbols = 12;
   config.modular.modulus = 5;
   config.program = {.vocab_size = 4, .positions = 9};
-  const std::unique_ptr<Task> task = make_task(config);
+  const std::shared_ptr<Task> task = make_task(config);
   const auto* mqar = dynamic_cast<const MqarTask*>(task.get());
   ASSERT_NE(mqar, nullptr);
   EXPECT_EQ(mqar->pairs(), 3);

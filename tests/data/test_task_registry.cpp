@@ -9,6 +9,7 @@
 #include <string>
 
 #include "autograd/error.h"
+#include "data/modular_task.h"
 #include "data/sequence_task.h"
 #include "data/tasks.h"
 #include "tests/cli_runner.h"
@@ -16,6 +17,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/trainer.h"
+#include "train/training_run.h"
 
 namespace gradlab::data {
 namespace task_registry {
@@ -49,7 +51,7 @@ TEST(TaskRegistry, EveryRowBuildsItsTask) {
     config.text.data = "unread.txt";  // the text task reads its file only in prepare()
     config.program = {.vocab_size = 5, .positions = 7};  // the sizes a program's own data records
     config.mqar.pairs = 2;  // mqar's pairs within the default --symbols 10
-    const std::unique_ptr<Task> task = kind.make(config);
+    const std::shared_ptr<Task> task = kind.make(config);
     EXPECT_EQ(task->name(), kind.name);
     EXPECT_FALSE(kind.fields(config).empty());
     if (kind.own_data) {
@@ -65,6 +67,53 @@ TEST(TaskRegistry, EveryRowBuildsItsTask) {
     // Prompts to answer, text to model, or (mqar) answers inside the sequence: never two.
     EXPECT_FALSE(task->sequence_task() && task->language_model());
     EXPECT_TRUE(contains(task_names(), kind.name));
+  }
+}
+
+// The public call a program makes, on the temporary that a row's make returns: a data source
+// keeps its task alive (it used to end in std::terminate, the task held by no shared_ptr).
+TEST(TaskRegistry, EveryRowsTaskMakesItsDataSourceFromAProgram) {
+  TempDir dir;
+  {
+    std::ofstream text(dir.file("text.txt"));
+    for (int i = 0; i < 40; ++i) text << "the cat sat on the mat.\n";
+  }
+  for (const TaskKind& kind : task_kinds()) {
+    if (kind.own_data) continue;  // no data to make: its data_source refuses (ConfigError)
+    SCOPED_TRACE(kind.name);
+    train::RunConfig config;
+    config.task.name = kind.name;
+    config.task.text.data = dir.file("text.txt");
+    config.task.text.context = 8;
+    config.task.mqar.pairs = 2;
+    config.net.d_model = 8;
+    config.net.attention.num_heads = 2;
+    config.net.feed_forward.d_ff = 8;
+    config.eval_size = 3;
+    train::prepare_run(config);
+    const std::shared_ptr<const nn::SequenceModel> model =
+        nn::make_sequence_model(config.model, config.net);
+    const std::shared_ptr<const DataSource> source =
+        task_kind(kind.name).make(config.task)->data_source(model, 1, 2, config.eval_size);
+    EXPECT_GT(source->heldout().inputs.shape[0], 0);
+    EXPECT_GT(source->training_batch(1).inputs.shape[0], 0);
+  }
+}
+
+// A public task class built without a shared_ptr: a clear error, not std::terminate.
+TEST(TaskRegistry, ATaskOnTheStackRefusesToMakeADataSource) {
+  train::RunConfig config;
+  config.task.name = "modular";
+  config.task.modular.modulus = 5;
+  train::finalize(config);
+  const ModularTask task("modular", config.task.modular);
+  try {
+    task.data_source(nn::make_sequence_model(config.model, config.net), 1, 2, 3);
+    FAIL() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_TRUE(contains(e.what(), "ModularTask::data_source")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "not held by a shared_ptr")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "data::make_task or std::make_shared")) << e.what();
   }
 }
 

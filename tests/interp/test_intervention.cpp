@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 
@@ -203,6 +204,61 @@ TEST_F(InterventionTest, BadSpecsSayWhatIsWrong) {
   EXPECT_TRUE(contains(wide, "[1,6,4,3]")) << wide;
   EXPECT_TRUE(contains(hooks_error("blocks.0.attn.hook_z:4=zero"), "past"));
   EXPECT_TRUE(contains(hooks_error("blocks.0.hook_resid_pre:0=zero"), "has no head axis"));
+}
+
+// Specs a user or a program could give by mistake or on purpose: each a ConfigError of one line
+// that quotes the spec and says what is wrong (fuzz/fuzz_intervene.cpp fuzzes the same parser).
+TEST_F(InterventionTest, HostileSpecsGetAClearErrorEveryTime) {
+  write_matrix(tmp.file("nan.h5"), "nan", {1.0, std::nan(""), 0.0, 1.0}, 2, 2);
+  write_matrix(tmp.file("inf.h5"), "inf", {1.0, 0.0, -HUGE_VAL, 1.0}, 2, 2);
+  const std::string s = tmp.file("s.h5");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "expected POINT[:HEAD]=KIND"},
+      {"blocks.0.hook_resid_pre", "expected POINT[:HEAD]=KIND"},
+      {"=zero", "no hook point before '='"},
+      {"=", "no hook point before '='"},
+      {"x=", "unknown kind ''"},
+      {"x=halve", "unknown kind 'halve'"},
+      {"x=zero junk", "unknown kind 'zero junk'"},
+      {"x=zero=mean", "unknown kind 'zero=mean'"},
+      {"x=zero:1", "zero takes no argument"},
+      {"x:99999999999999999999=zero", "head '99999999999999999999' is not a number"},
+      {"x:nan=zero", "head 'nan' is not a number"},
+      {"x:-1=zero", "head '-1' is not a number"},
+      {"x:=zero", "head '' is not a number"},
+      {"x=keep", "keep needs FILE.h5#DATASET"},
+      {"x=keep:" + s + "#", "keep needs FILE.h5#DATASET"},
+      {"x=value:#s", "value needs FILE.h5#DATASET"},
+      {"x=keep:" + s + "#s#junk", "no such file"},
+      {"x=keep:" + s + "\n#s", "no such file"},
+      {std::string("x=keep:") + s + std::string(1, '\0') + "junk#s", "a NUL character"},
+      {"x=keep:" + tmp.file("nan.h5") + "#nan", "holds nan at index 1: only finite values"},
+      {"x=value:" + tmp.file("inf.h5") + "#inf", "holds -inf at index 2: only finite values"},
+      {"x=keep:" + tmp.path().string() + "#s", "no such file"},
+      {"x=keep:" + tmp.file("bad.h5") + "#s", "not a readable HDF5 file"},
+  };
+  std::ofstream(tmp.file("bad.h5")) << "\x89HDF\r\n\x1a\n not really";
+  // HDF5's default, its error stack printed to stderr, as a process starts with it (an earlier
+  // test's checkpoint read may have turned it off).
+  H5E_auto2_t saved_print;
+  void* saved_data;
+  H5Eget_auto2(H5E_DEFAULT, &saved_print, &saved_data);
+  H5Eset_auto2(H5E_DEFAULT, reinterpret_cast<H5E_auto2_t>(H5Eprint2), stderr);
+  for (const auto& [spec, reason] : cases) {
+    SCOPED_TRACE(spec);
+    std::string what = "accepted";
+    ::testing::internal::CaptureStderr();
+    try {
+      interp::parse_intervention(spec);
+    } catch (const ConfigError& e) {
+      what = e.what();
+    }
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+    EXPECT_TRUE(what.starts_with("--intervene '")) << what;
+    EXPECT_TRUE(contains(what, reason)) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  H5Eset_auto2(H5E_DEFAULT, saved_print, saved_data);
 }
 
 TEST_F(InterventionTest, KeepOfTheWholeSpaceChangesNothing) {

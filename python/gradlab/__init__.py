@@ -4,6 +4,7 @@ docs/python.md describes the API."""
 
 from gradlab import tasks
 from gradlab._circuits import OV, QK, FactoredMatrix, circuit_matrices, circuits
+from gradlab._fourier import fourier
 from gradlab._model import ActivationCache, HookPoint, HookedModel, load
 from gradlab._native import Tensor, get_num_threads, set_num_threads, tensor
 from gradlab._instruments import (ablate, attribution_patch, batches, heads, lens, mean_over,
@@ -12,7 +13,7 @@ from gradlab._train import train
 
 __all__ = [
     "ActivationCache", "FactoredMatrix", "HookPoint", "HookedModel", "OV", "QK", "Tensor", "ablate",
-    "attribution_patch", "batches", "circuit_matrices", "circuits", "get_num_threads", "heads",
-    "lens", "load", "mean_over", "patch", "patch_path", "read_dataset", "set_num_threads", "tasks",
-    "tensor", "train",
+    "attribution_patch", "batches", "circuit_matrices", "circuits", "fourier", "get_num_threads",
+    "heads", "lens", "load", "mean_over", "patch", "patch_path", "read_dataset", "set_num_threads",
+    "tasks", "tensor", "train",
 ]

@@ -11,5 +11,6 @@ PYBIND11_MODULE(_native, m) {
   gradlab::python::bind_training(m);
   gradlab::python::bind_instruments(m);
   gradlab::python::bind_circuits(m);
+  gradlab::python::bind_fourier(m);
   gradlab::python::bind_interventions(m);
 }

@@ -3,6 +3,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "autograd/error.h"
 
@@ -18,6 +20,7 @@ const std::vector<Section>& sections() {
       {"patching", "Activation patching", false, collect_patching},
       {"logit_lens", "Logit lens", false, collect_logit_lens},
       {"dla", "Direct logit attribution", false, collect_dla},
+      {"fourier", "Fourier spectrum", false, collect_fourier},
   };
   return table;
 }
@@ -60,6 +63,7 @@ nlohmann::json collect_report(ReportRun& run, bool live) {
     } else {
       try {
         SectionResult result = section.collect(run);
+        if (result.data.is_null() && result.missing.empty()) continue;  // does not apply
         if (result.missing.empty()) {
           entry["data"] = std::move(result.data);
         } else {
@@ -72,6 +76,47 @@ nlohmann::json collect_report(ReportRun& run, bool live) {
     page["sections"].push_back(std::move(entry));
   }
   return page;
+}
+
+namespace {
+
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  std::string cell;
+  while (std::getline(in, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+nlohmann::json csv_number(const std::string& cell) {
+  try {
+    size_t used = 0;
+    const double value = std::stod(cell, &used);
+    if (used == cell.size()) return value;
+  } catch (const std::exception&) {
+    // not a number: null below
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+nlohmann::json csv_columns(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return nullptr;
+  const std::vector<std::string> names = csv_cells(line);
+  nlohmann::json columns = nlohmann::json::object();
+  for (const std::string& name : names) columns[name] = nlohmann::json::array();
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const std::vector<std::string> row = csv_cells(line);
+    for (size_t i = 0; i < names.size(); ++i) {
+      columns[names[i]].push_back(i < row.size() ? csv_number(row[i]) : nlohmann::json());
+    }
+  }
+  return columns;
 }
 
 std::string base64_floats(const std::vector<float>& values) {

@@ -50,7 +50,8 @@ class ReportRun {
   std::unique_ptr<train::Trainer> scorer_;
 };
 
-// What a section gives: its data, or why there is none and the command that would make it.
+// What a section gives: its data, or why there is none and the command that would make it; both
+// empty when the section does not apply to the run (Fourier for a copy run), which leaves it out.
 struct SectionResult {
   nlohmann::json data;  // null when missing
   std::string missing;  // "not computed: run gradlab patch ..."
@@ -81,9 +82,15 @@ SectionResult collect_ablation(ReportRun& run);
 SectionResult collect_patching(ReportRun& run);
 SectionResult collect_logit_lens(ReportRun& run);
 SectionResult collect_dla(ReportRun& run);
+SectionResult collect_fourier(ReportRun& run);
 
 // Shared by the sections: float32 values as base64 (little-endian), the page's compact form of
 // a big array; decoded by GL.floats in report/web/core.js.
 std::string base64_floats(const std::vector<float>& values);
+
+// A CSV file of a run (metrics.csv, fourier.csv) as {column: [values]}, a row per line, each
+// cell a number or null (empty, cut short by a kill while written, or not one number); null
+// when the file is missing or has no header.
+nlohmann::json csv_columns(const std::string& path);
 
 }  // namespace gradlab::report

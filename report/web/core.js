@@ -83,20 +83,24 @@ var GL = (function () {
 
   GL.palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
 
-  // Horizontal bars: labels [N], values [N].
+  // Bars: labels [N], values [N]; horizontal, or vertical (spec.vertical) for many short labels
+  // such as frequencies; spec.colours [N] overrides the sign's colour.
   GL.bars = function (section, parent, spec) {
     const options = baseOptions();
-    options.indexAxis = "y";
+    const value = spec.vertical ? "y" : "x";
+    options.indexAxis = spec.vertical ? "x" : "y";
     options.plugins.legend.display = false;
     options.plugins.title = { display: !!spec.title, text: spec.title };
-    options.scales = { x: { title: { display: true, text: spec.valueLabel } } };
-    return register(section, new Chart(canvasIn(parent, 40 + 16 * spec.labels.length), {
+    options.scales = { [value]: { title: { display: true, text: spec.valueLabel } } };
+    if (spec.labelAxis) options.scales[options.indexAxis] = { title: { display: true, text: spec.labelAxis } };
+    const height = spec.vertical ? 260 : 40 + 16 * spec.labels.length;
+    return register(section, new Chart(canvasIn(parent, height), {
       type: "bar",
       data: {
         labels: spec.labels,
         datasets: [{
           data: spec.values,
-          backgroundColor: spec.values.map((v) => (v >= 0 ? "#2166ac" : "#b2182b")),
+          backgroundColor: spec.colours || spec.values.map((v) => (v >= 0 ? "#2166ac" : "#b2182b")),
         }],
       },
       options,

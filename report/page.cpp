@@ -34,7 +34,7 @@ std::string page_html(const nlohmann::json& data) {
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
          "<title>gradlab report</title>\n<style>\n" +
          report_style() +
-         "</style>\n</head>\n<body>\n<main id=\"gradlab-report\"></main>\n"
+         "</style>\n</head>\n<body>\n<main id=\"gradlab-report\" class=\"gradlab\"></main>\n"
          "<script type=\"application/json\" id=\"gradlab-data\">" +
          embedded_json(data) + "</script>\n<script>\n" + report_script() +
          "</script>\n</body>\n</html>\n";

@@ -2,7 +2,7 @@
 names), train, and use the instruments; the C++ engine (gradlab._native) does every computation.
 docs/python.md describes the API."""
 
-from gradlab import tasks
+from gradlab import tasks, vis
 from gradlab._circuits import OV, QK, FactoredMatrix, circuit_matrices, circuits
 from gradlab._fourier import fourier
 from gradlab._model import ActivationCache, HookPoint, HookedModel, load
@@ -15,5 +15,5 @@ __all__ = [
     "ActivationCache", "FactoredMatrix", "HookPoint", "HookedModel", "OV", "QK", "Tensor", "ablate",
     "attribution_patch", "batches", "circuit_matrices", "circuits", "fourier", "get_num_threads",
     "heads", "lens", "load", "mean_over", "patch", "patch_path", "read_dataset", "set_num_threads",
-    "tasks", "tensor", "train",
+    "tasks", "tensor", "train", "vis",
 ]

@@ -13,4 +13,5 @@ PYBIND11_MODULE(_native, m) {
   gradlab::python::bind_circuits(m);
   gradlab::python::bind_fourier(m);
   gradlab::python::bind_interventions(m);
+  gradlab::python::bind_report(m);
 }

@@ -162,5 +162,12 @@ var GL = (function () {
       GL.el("tbody", null, rows.map((row) => GL.el("tr", null, row.map((c) => GL.el("td", null, c))))));
   };
 
+  // The notebook views (python/gradlab/vis.py): each draws one of the report's views into el.
+  GL.views = {
+    attention: (el, data) => GL.attentionView("attention", el, data),
+    heatmap: (el, data) => GL.heatmap("heatmap", el, data),
+    curves: (el, data) => GL.renderers.curves(el, data, "curves"),
+  };
+
   return GL;
 })();

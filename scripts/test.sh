@@ -122,10 +122,13 @@ export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_su
 #   8192-token model, whose tiled kernel the kernel tests run here at small sizes) and
 #   FaultInjection.* (processes killed at random moments): the steps, evaluations and saves they
 #   run are the other tests' too.
+# - Report.OpensInAHeadlessBrowser: most of its time is Chromium's, which no sanitizer watches;
+#   the report's making runs here in ReportPage.* and ReportRun.*.
 release_only_tests=('DefaultRun.*' 'KernelsUnder.*' 'GradientCheckCoverage.*'
   'FitTest.StopsAtTheTarget' 'TrainTest.EndToEnd*' 'Entropy.*'
   'Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep' 'ModularTraining.Grokking*'
-  'MqarTraining.*' 'InductionTraining.*' 'LongContext.TrainsAboveTheScoreLimit*' 'FaultInjection.*')
+  'MqarTraining.*' 'InductionTraining.*' 'LongContext.TrainsAboveTheScoreLimit*' 'FaultInjection.*'
+  'Report.OpensInAHeadlessBrowser')
 if ((${#ctest_args[@]})); then
   # A selection (./scripts/test.sh -R Softmax): through ctest, a process per test.
   exclude=$(printf '%s\n' "${release_only_tests[@]}" | sed 's/\./\\./g; s/\*/.*/g; s/^/^/; s/$/$/' | paste -sd'|')

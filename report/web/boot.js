@@ -1,6 +1,7 @@
 // The page's start: reads the data, draws each section with its renderer, and on
 // "#selfcheck" checks the page (every chart has data, a token hover changes the attention view)
-// and writes the result into <pre id="gradlab-selfcheck">, which the browser tests read.
+// and writes the result into <pre id="gradlab-selfcheck">, which the browser tests read
+// (opened_ms: from the navigation's start to the drawn page).
 (function () {
   "use strict";
   const started = performance.now();
@@ -57,6 +58,7 @@
   for (const h of hovers) if (!h.ok) problems.push(`${h.section}: a token hover did not change the view`);
   const result = { ok: problems.length === 0, problems, drawn,
     missing: data.sections.filter((s) => s.missing).map((s) => s.id),
-    charts: GL.charts.length, hovers: hovers.length, render_ms: Math.round(renderMs) };
+    charts: GL.charts.length, hovers: hovers.length, render_ms: Math.round(renderMs),
+    opened_ms: Math.round(performance.now()) };
   document.body.append(GL.el("pre", { id: "gradlab-selfcheck" }, JSON.stringify(result)));
 })();

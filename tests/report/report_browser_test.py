@@ -67,10 +67,13 @@ class DevTools:
     def __init__(self, path):
         to_browser, self._write = os.pipe()
         self._read, from_browser = os.pipe()
-        # No session bus here: without it, Chromium waits for one at every start.
+        # No session bus here: without it, Chromium waits for one at every start. One renderer
+        # for every page and no background fetches: 0.5 CPU-s less over the test.
         env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS="disabled:")
         self.process = subprocess.Popen(
             [path, "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--disable-background-networking", "--disable-component-update",
+             "--disable-site-isolation-trials", "--renderer-process-limit=1",
              f"--window-size={WIDTH},900", "about:blank"],
             close_fds=False, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=lambda: at_fds_3_and_4(to_browser, from_browser))
@@ -254,8 +257,9 @@ def main():
                 check_notebook(tools, notebook, failures)
         finally:
             tools.close()
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"CPU time of gradlab and Chromium: {used.ru_utime + used.ru_stime:.1f} s")
+    cpu = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+    print(f"CPU time of the test (gradlab, Chromium and this script): {cpu:.1f} s")
     for failure in failures:
         print("FAILED:", failure)
     return 1 if failures else 0

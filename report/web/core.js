@@ -92,8 +92,11 @@ var GL = (function () {
     options.plugins.legend.display = false;
     options.plugins.title = { display: !!spec.title, text: spec.title };
     options.scales = { [value]: { title: { display: true, text: spec.valueLabel } } };
-    if (spec.labelAxis) options.scales[options.indexAxis] = { title: { display: true, text: spec.labelAxis } };
-    const height = spec.vertical ? 260 : 40 + 16 * spec.labels.length;
+    // Every bar keeps its label (Chart.js would skip some where they look crowded).
+    options.scales[options.indexAxis] = { ticks: { autoSkip: false },
+      title: { display: !!spec.labelAxis, text: spec.labelAxis } };
+    // A title and an axis title above and below the bars: 80 px besides the bars' own.
+    const height = spec.vertical ? 260 : 80 + 18 * spec.labels.length;
     return register(section, new Chart(canvasIn(parent, height), {
       type: "bar",
       data: {

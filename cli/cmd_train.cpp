@@ -21,6 +21,7 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
+#include "cli/run_report.h"
 #include "cli/same_start.h"
 #include "data/tasks.h"
 #include "train/fit.h"
@@ -45,26 +46,76 @@ std::string default_out_dir(const RunConfig& config) {
   return "runs/" + config.task.name + "-" + stamp;
 }
 
-// The command line's view of fit: metrics.csv, and the progress line.
+// --report: the run's report.html, rewritten (atomically) after each evaluation as a live page
+// that reloads itself, and once more, whole and no longer live, when the run ends.
+class LiveReport {
+ public:
+  explicit LiveReport(const RunConfig& config)
+      : dir_(config.out_dir), out_((fs::path(dir_) / "report.html").string()) {
+    args_.checkpoint = (fs::path(dir_) / "best.h5").string();
+  }
+  // An evaluation's report waits for the best.h5 fit saves right after it (if it is the best).
+  void on_evaluation() { due_ = true; }
+  void on_checkpoint(const std::string& path) {
+    if (fs::path(path).filename() == "best.h5") write_if_due();
+  }
+  void on_step() { write_if_due(); }
+  void on_stop() {
+    due_ = false;
+    write(false);
+  }
+
+ private:
+  void write_if_due() {
+    if (!due_) return;
+    due_ = false;
+    write(true);
+  }
+  void write(bool live) {
+    try {
+      if (write_run_report("train", dir_, out_, args_, live) >= 0) return;  // named the problem
+    } catch (const std::exception& e) {
+      // A report that cannot be written does not stop the training it watches.
+      std::fprintf(stderr, "\ngradlab train: --report: %s\n", e.what());
+    }
+  }
+  std::string dir_, out_;
+  CheckpointArgs args_{"train --report"};
+  bool due_ = false;
+};
+
+// The command line's view of fit: metrics.csv, the progress line, and the live report.
 class CliObserver : public MetricsObserver {
  public:
-  CliObserver(const RunConfig& config, const data::Task& task, int64_t first_step)
+  CliObserver(const RunConfig& config, const data::Task& task, int64_t first_step, bool report)
       : MetricsObserver((fs::path(config.out_dir) / "metrics.csv").string(), config.steps,
                         first_step, task.training_set_size() > 0, task.loss_parts()),
-        progress_(config.steps, task.language_model() != nullptr) {}
+        progress_(config.steps, task.language_model() != nullptr) {
+    if (report) report_.emplace(config);
+  }
 
   void on_step(int64_t step, const StepResult& result) override {
     MetricsObserver::on_step(step, result);
+    if (report_) report_->on_step();
     progress_.update(step, result, nullptr, tokens_per_second(), eta_seconds());
   }
   void on_evaluation(int64_t step, const StepResult& last, const Metrics& metrics) override {
     MetricsObserver::on_evaluation(step, last, metrics);
+    if (report_) report_->on_evaluation();
     progress_.update(step, last, &metrics, tokens_per_second(), eta_seconds());
   }
-  void on_stop(const FitResult&) override { progress_.finish(); }
+  void on_checkpoint(int64_t step, const std::string& path) override {
+    MetricsObserver::on_checkpoint(step, path);
+    if (report_) report_->on_checkpoint(path);
+  }
+  void on_stop(const FitResult&) override {
+    progress_.finish();
+    if (report_) report_->on_stop();
+  }
 
  private:
   Progress progress_;
+  std::optional<LiveReport> report_;
 };
 
 struct Options {
@@ -74,7 +125,10 @@ struct Options {
         "resume", po::value(&resume),
         "continue the run saved in this checkpoint, or in a run directory's newest one")(
         "overwrite", po::bool_switch(&overwrite),
-        "replace the run already in --out (or, on --resume, what came after the resumed step)");
+        "replace the run already in --out (or, on --resume, what came after the resumed step)")(
+        "report", po::bool_switch(&report),
+        "write the run's report.html (docs/report.md) at each evaluation, a page that reloads "
+        "itself while the run is live, and whole when it ends");
     add_run_options(options, config);
   }
   po::options_description options{
@@ -86,6 +140,7 @@ struct Options {
   std::optional<CheckpointHeader> resumed;  // its configuration and step (tensors: run_train)
   std::shared_ptr<const data::Task> task;   // its data read once (a language model: the file)
   bool overwrite = false;                   // --overwrite
+  bool report = false;                      // --report
   // --out claimed by rank 0: what --overwrite replaces there, removed once training is about to
   // start, and the checkpoints of the run a resume continues.
   RunDirectoryClaim claim;
@@ -148,7 +203,10 @@ int parse_train_options(const std::vector<std::string>& args, Options& opts, boo
                               *nn::make_sequence_model(stored.model, stored.net));
     }
     for (const auto& [key, value] : vm) {
-      if (value.defaulted() || key == "resume" || key == "config" || key == "overwrite") continue;
+      if (value.defaulted() || key == "resume" || key == "config" || key == "overwrite" ||
+          key == "report") {
+        continue;
+      }
       const auto& allowed = resumable_options();
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         return usage_error("train",
@@ -289,7 +347,7 @@ int run_train(Options& opts) {
   }
   Observer quiet;
   std::optional<CliObserver> cli;
-  if (writer) cli.emplace(config, *opts.task, trainer.step());
+  if (writer) cli.emplace(config, *opts.task, trainer.step(), opts.report);
   LoopPolicy policy = loop_policy(config, *opts.task, opts.claim);
   policy.check_replicas_every = config.check_replicas;
   policy.stop_on_signal = true;

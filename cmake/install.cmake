@@ -32,9 +32,12 @@ install(FILES ${PROJECT_BINARY_DIR}/gradlabConfig.cmake
   ${PROJECT_BINARY_DIR}/gradlabConfigVersion.cmake
   DESTINATION ${gradlab_package_dir})
 
-# The Python package (python/CMakeLists.txt): the extension module and the pure-Python files.
+# The Python package (python/CMakeLists.txt): the extension module, the pure-Python files and the
+# report's bundle, which gradlab.vis inlines into its notebook views.
 if(GRADLAB_PYTHON)
   install(TARGETS gradlab_python LIBRARY DESTINATION ${GRADLAB_PYTHON_INSTALL_DIR}/gradlab)
   install(DIRECTORY python/gradlab/ DESTINATION ${GRADLAB_PYTHON_INSTALL_DIR}/gradlab
     FILES_MATCHING PATTERN "*.py")
+  install(FILES ${GRADLAB_REPORT_BUNDLE_DIR}/report.js ${GRADLAB_REPORT_BUNDLE_DIR}/report.css
+    DESTINATION ${GRADLAB_PYTHON_INSTALL_DIR}/gradlab/web)
 endif()

@@ -25,6 +25,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   python3
   pybind11-dev python3-dev python3-numpy python3-pytest python3-hypothesis
+  nlohmann-json3-dev libjs-chart.js chromium-headless-shell
 )
 
 build_dir=build

@@ -127,11 +127,14 @@ export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_su
 #   replay of pass 3 runs under the same sanitizers, every command's, in one process.
 # - SweepCli.MakesTheRunsOfTrainInParallelAndResumes: 14 tiny training processes (4 CPU-s
 #   here, mostly starting processes and saving checkpoints), each a run other tests check.
+# - Report.OpensInAHeadlessBrowser: most of its time is Chromium's, which no sanitizer watches;
+#   the report's making runs here in ReportPage.* and ReportRun.*.
 release_only_tests=('DefaultRun.*' 'KernelsUnder.*' 'GradientCheckCoverage.*'
   'FitTest.StopsAtTheTarget' 'TrainTest.EndToEnd*' 'Entropy.*'
   'Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep' 'ModularTraining.Grokking*'
   'MqarTraining.*' 'InductionTraining.*' 'LongContext.TrainsAboveTheScoreLimit*' 'FaultInjection.*'
-  'SweepCli.MakesTheRunsOfTrainInParallelAndResumes' '*UsageError*' '*Help*')
+  'SweepCli.MakesTheRunsOfTrainInParallelAndResumes' '*UsageError*' '*Help*'
+  'Report.OpensInAHeadlessBrowser')
 if ((${#ctest_args[@]})); then
   # A selection (./scripts/test.sh -R Softmax): through ctest, a process per test.
   exclude=$(printf '%s\n' "${release_only_tests[@]}" | sed 's/\./\\./g; s/\*/.*/g; s/^/^/; s/$/$/' | paste -sd'|')

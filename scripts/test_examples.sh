@@ -5,7 +5,8 @@
 # its own, trains the copy model with it, reloads its checkpoint and checks its gradient). Then
 # the adder runs again with a checkpoint directory and is sent SIGTERM once it has trained a
 # step: it must stop with exit 0 and a checkpoint, which the installed gradlab inspects and
-# decodes raw token ids with. Fails on the first error.
+# decodes raw token ids with. The installed Python package (when built) draws a notebook view with
+# its installed copy of the report's bundle. Fails on the first error.
 #
 #   ./scripts/test_examples.sh     (after ./scripts/bootstrap.sh)
 set -euo pipefail
@@ -20,6 +21,15 @@ cmake --install build --prefix "$scratch/installed" > "$scratch/install.log"
 mv "$scratch/installed" "$scratch/moved"
 prefix="$scratch/moved"
 "$prefix/bin/gradlab" --help > /dev/null
+# The installed Python package draws a notebook view with the report's bundle installed beside it.
+if grep -q "^GRADLAB_PYTHON:BOOL=ON" build/CMakeCache.txt; then
+  site="$(sed -n 's/^GRADLAB_PYTHON_INSTALL_DIR:STRING=//p' build/CMakeCache.txt)"
+  PYTHONPATH="$prefix/$site" /usr/bin/python3 -c '
+import gradlab
+html = gradlab.vis.heatmap([[1.0]], ["key"], ["query"])._repr_html_()
+assert "GL.views" in html and "Chart" in html, "the notebook view lacks the bundle"
+assert gradlab.__file__.startswith("'"$prefix"'"), gradlab.__file__'
+fi
 
 # Each project is one file: they are configured and built side by side, each on its own, as a
 # user would build it (the cores are otherwise idle), then run one by one.

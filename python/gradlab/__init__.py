@@ -3,7 +3,7 @@ names), train (one run, or a sweep of them), and use the instruments; the C++ en
 (gradlab._native) does every computation.
 docs/python.md describes the API."""
 
-from gradlab import tasks
+from gradlab import tasks, vis
 from gradlab._circuits import OV, QK, FactoredMatrix, circuit_matrices, circuits
 from gradlab._fourier import fourier
 from gradlab._model import ActivationCache, HookPoint, HookedModel, load
@@ -18,5 +18,5 @@ __all__ = [
     "ActivationCache", "FactoredMatrix", "HookPoint", "HookedModel", "OV", "QK", "SAE", "Tensor",
     "ablate", "attribution_patch", "batches", "circuit_matrices", "circuits", "fourier",
     "get_num_threads", "heads", "lens", "load", "mean_over", "patch", "patch_path", "read_dataset",
-    "sae_train", "set_num_threads", "sweep", "tasks", "tensor", "train",
+    "sae_train", "set_num_threads", "sweep", "tasks", "tensor", "train", "vis",
 ]

@@ -34,6 +34,7 @@ void bind_circuits(py::module_& m);
 void bind_interventions(py::module_& m);
 void bind_fourier(py::module_& m);
 void bind_sae(py::module_& m);
+void bind_report(py::module_& m);
 
 // A numpy array sharing t's values (no copy), writable, keeping t's storage alive for as long
 // as the array (or any view of it) lives.

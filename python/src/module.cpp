@@ -14,4 +14,5 @@ PYBIND11_MODULE(_native, m) {
   gradlab::python::bind_fourier(m);
   gradlab::python::bind_interventions(m);
   gradlab::python::bind_sae(m);
+  gradlab::python::bind_report(m);
 }

@@ -147,7 +147,6 @@ line inspect inspect ck.h5
 line explain explain
 line explain-shapes explain --shapes 2,5,8,4,2
 line gradcheck gradcheck --op relu --seed 3
-line fourier fourier --checkpoint ck.h5 --share 0.5 --neuron-threshold 0.9 --out f.csv
 line report report run --out r.html --input "1 2" --threads 1
 # Bad input of every class the command line refuses (tests/cli/test_bad_inputs.cpp): threads above
 # the cap, sizes too large for a tensor, special files (a FIFO would hang if opened), stray

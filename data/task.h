@@ -1,6 +1,7 @@
 // A task: what a run learns, behind one interface. Each kind is one class in data/ and one row
 // of the table in data/tasks.h (the sequence tasks copy, reverse, sort, recall, modular and
-// induction; text, a language model on a file). The trainer, the checkpoint's /config and the
+// induction; text, a language model on a file; tms, feature vectors for the toy model of
+// superposition). The trainer, the checkpoint's /config and the
 // command line ask the task; none of them compares a task's name.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include "data/program_data_options.h"
 #include "data/sequence_task_options.h"
 #include "data/text_options.h"
+#include "data/tms_options.h"
 #include "nn/sequence_model.h"
 
 namespace gradlab::data {
@@ -37,6 +39,7 @@ struct TaskConfig {
   ModularOptions modular;
   TextOptions text;            // the text task; mqar's --context
   ProgramDataOptions program;  // a program's own data
+  TmsOptions tms;
 };
 
 // One held-out set's size, for the size checks and the memory estimate.

@@ -118,14 +118,15 @@ export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_su
 #   property of the code, not of memory).
 # - Training runs to a result (FitTest.StopsAtTheTarget, TrainTest.EndToEnd*, Entropy.*,
 #   Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep, ModularTraining.Grokking*,
-#   MqarTraining.*, InductionTraining.*, LongContext.TrainsAboveTheScoreLimit*: a step of an
+#   MqarTraining.*, InductionTraining.*, TmsTraining.* (10k steps to the pentagon), LongContext.TrainsAboveTheScoreLimit*: a step of an
 #   8192-token model, whose tiled kernel the kernel tests run here at small sizes) and
 #   FaultInjection.* (processes killed at random moments): the steps, evaluations and saves they
 #   run are the other tests' too.
 release_only_tests=('DefaultRun.*' 'KernelsUnder.*' 'GradientCheckCoverage.*'
   'FitTest.StopsAtTheTarget' 'TrainTest.EndToEnd*' 'Entropy.*'
   'Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep' 'ModularTraining.Grokking*'
-  'MqarTraining.*' 'InductionTraining.*' 'LongContext.TrainsAboveTheScoreLimit*' 'FaultInjection.*')
+  'MqarTraining.*' 'InductionTraining.*' 'LongContext.TrainsAboveTheScoreLimit*' 'FaultInjection.*'
+  'TmsTraining.*')
 if ((${#ctest_args[@]})); then
   # A selection (./scripts/test.sh -R Softmax): through ctest, a process per test.
   exclude=$(printf '%s\n' "${release_only_tests[@]}" | sed 's/\./\\./g; s/\*/.*/g; s/^/^/; s/$/$/' | paste -sd'|')

@@ -118,8 +118,8 @@ export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_su
 #   property of the code, not of memory).
 # - Training runs to a result (FitTest.StopsAtTheTarget, TrainTest.EndToEnd*, Entropy.*,
 #   Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep, ModularTraining.Grokking*,
-#   MqarTraining.*, InductionTraining.*, TmsTraining.* (10k steps to the pentagon), LongContext.TrainsAboveTheScoreLimit*: a step of an
-#   8192-token model, whose tiled kernel the kernel tests run here at small sizes) and
+#   MqarTraining.*, InductionTraining.*, TmsTraining.* (10k steps to the pentagon),
+#   LongContext.TrainsAboveTheScoreLimit*: a step of an 8192-token model, whose tiled kernel the kernel tests run here at small sizes) and
 #   FaultInjection.* (processes killed at random moments): the steps, evaluations and saves they
 #   run are the other tests' too.
 release_only_tests=('DefaultRun.*' 'KernelsUnder.*' 'GradientCheckCoverage.*'

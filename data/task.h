@@ -97,6 +97,9 @@ class Task : public std::enable_shared_from_this<Task> {
   // match: so is a task whose targets cannot all be predicted (running text, induction's first
   // copy), whose exact match stays near 0.
   virtual bool judged_by_loss() const { return language_model() != nullptr; }
+  // Whether the samples are tokens the model predicts (every task but tms, whose samples are
+  // feature vectors): only then do a run's reports show accuracy, exact match and tokens/s.
+  virtual bool predicts_tokens() const { return true; }
   // The names of the parts of the held-out targets whose losses every evaluation reports beside
   // the whole's (DataSource::heldout_parts): metrics.csv's columns <name>_loss. None by default.
   virtual std::vector<std::string> loss_parts() const { return {}; }

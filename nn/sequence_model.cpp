@@ -121,6 +121,7 @@ ModelFootprint toy_model_footprint(const ModelConfig& m) {
 
 struct ModelKind {
   std::string name;
+  std::string summary;  // what the kind is, in --model's help
   std::function<std::shared_ptr<SequenceModel>(const ModelConfig&)> make;
   std::function<int64_t(int64_t prompt_length, int64_t answer_length)> positions;
   // Positions for windows of running text (a language model); empty if the kind cannot read them.
@@ -135,15 +136,18 @@ const std::vector<ModelKind>& kinds() {
   static const std::vector<ModelKind> table{
       // Reads prompt, separator and answer as one sequence; one position is spare because the
       // table is sized for whole samples.
-      {"decoder", [](const ModelConfig& c) { return std::make_shared<DecoderLM>(c); },
+      {"decoder", "decoder-only",
+       [](const ModelConfig& c) { return std::make_shared<DecoderLM>(c); },
        [](int64_t prompt, int64_t answer) { return prompt + 1 + answer; },
        [](int64_t context) { return context; }, nullptr, decoder_footprint},
       // The encoder reads the prompt; the decoder reads the separator and the answer.
-      {"seq2seq", [](const ModelConfig& c) { return std::make_shared<EncoderDecoder>(c); },
+      {"seq2seq", "encoder-decoder",
+       [](const ModelConfig& c) { return std::make_shared<EncoderDecoder>(c); },
        [](int64_t prompt, int64_t answer) { return std::max(prompt, answer); }, nullptr, nullptr,
        encoder_decoder_footprint},
       // Reads [B, I, n] feature vectors: one position per instance.
-      {"tms", [](const ModelConfig& c) { return std::make_shared<ToyModel>(c); }, nullptr, nullptr,
+      {"tms", "the toy model of superposition, for --task tms",
+       [](const ModelConfig& c) { return std::make_shared<ToyModel>(c); }, nullptr, nullptr,
        [](int64_t instances) { return instances; }, toy_model_footprint},
   };
   return table;
@@ -228,6 +232,12 @@ Tensor SequenceModel::unembed(const Tensor&) const {
 
 Tensor SequenceModel::forward_incremental(const Indices&, GenerationCache&) const {
   throw ConfigError("this model reads a prompt and an answer; it cannot generate running text");
+}
+
+std::string model_kinds_described() {
+  std::vector<std::string> described;
+  for (const ModelKind& kind : kinds()) described.push_back(kind.name + " (" + kind.summary + ")");
+  return name_list(described);
 }
 
 const std::vector<std::string>& model_kinds() {

@@ -121,6 +121,9 @@ SequenceBatch encoder_decoder_batch(const Indices& samples, int64_t prompt_lengt
 // Model kinds, as the `--model` flag names them: "decoder" (decoder-only), "seq2seq"
 // (encoder-decoder) and "tms" (the toy model of superposition, nn/toy_model.h).
 const std::vector<std::string>& model_kinds();
+// "decoder (decoder-only), seq2seq (encoder-decoder) or ...": the kinds and what each is, for
+// --model's help.
+std::string model_kinds_described();
 // Positions the kind's position table needs for samples of these lengths. Throws ConfigError
 // for an unknown kind.
 int64_t positions_needed(const std::string& kind, int64_t prompt_length, int64_t answer_length);

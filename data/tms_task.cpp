@@ -97,6 +97,23 @@ std::shared_ptr<const DataSource> TmsTask::data_source(std::shared_ptr<const nn:
                                    eval_size);
 }
 
+const TmsTask& tms_task_of(const Task& task) {
+  const auto* tms = dynamic_cast<const TmsTask*>(&task);
+  if (!tms) {
+    throw ConfigError("a model of task " + task.name() +
+                      ", not of tms (the toy model of superposition)");
+  }
+  return *tms;
+}
+
+Superposition superposition(const nn::SequenceModel& model, const Task& task) {
+  const std::vector<double> densities = tms_task_of(task).densities();
+  // The tms task runs only the tms model (TmsTask::positions refuses the others).
+  const auto& toy = dynamic_cast<const nn::ToyModel&>(model);
+  const Tensor weight = toy.weight.clone();
+  return {densities, weight, nn::feature_geometry(weight)};
+}
+
 std::vector<ConfigField> tms_task_fields(TaskConfig& c) {
   TmsOptions& t = c.tms;
   return {

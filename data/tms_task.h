@@ -9,6 +9,7 @@
 
 #include "data/task.h"
 #include "data/tms_options.h"
+#include "nn/toy_model.h"
 
 namespace gradlab::data {
 
@@ -27,6 +28,7 @@ class TmsTask : public Task {
                                                 int64_t eval_size) const override;
   // Judged by the reconstruction loss: there is nothing to match exactly.
   bool judged_by_loss() const override { return true; }
+  bool predicts_tokens() const override { return false; }
 
   // p_j, instance j's feature probability: min_density^(j / (I - 1)), 1 for one instance.
   std::vector<double> densities() const;
@@ -36,5 +38,19 @@ class TmsTask : public Task {
  private:
   TmsOptions options_;
 };
+
+// task as the tms task; throws ConfigError ("a model of task copy, not of tms (...)") for another.
+const TmsTask& tms_task_of(const Task& task);
+
+// What a trained toy model of superposition holds, per instance j: its density p_j, its
+// W [I, m, n] and the geometry of W's columns (`gradlab superposition`, gradlab.superposition).
+struct Superposition {
+  std::vector<double> densities;  // [I]
+  Tensor weight;                  // W [I, m, n], a copy
+  nn::FeatureGeometry geometry;
+};
+
+// The superposition of a model of task; throws ConfigError as tms_task_of does for another task.
+Superposition superposition(const nn::SequenceModel& model, const Task& task);
 
 }  // namespace gradlab::data

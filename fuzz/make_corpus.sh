@@ -141,6 +141,7 @@ line circuits circuits --checkpoint ck.h5 --layer 1 --head 0 --top 2 --baseline-
 line lens lens --checkpoint ck.h5 --input "1 2" --top 2 --out l.h5
 line dla dla --checkpoint ck.h5 --held-out 2 --versus 1 --out d.h5
 line inspect inspect ck.h5
+line superposition superposition --checkpoint ck.h5 --out s.csv --overwrite
 line explain explain
 line explain-shapes explain --shapes 2,5,8,4,2
 line gradcheck gradcheck --op relu --seed 3

@@ -86,6 +86,15 @@ Tensor where(const Mask& mask, const Tensor& a, const Tensor& b) {
   });
 }
 
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  std::vector<uint8_t> selected(static_cast<size_t>(condition.numel()));
+  dispatch(condition.dtype(), [&]<class T>() {
+    const T* c = condition.data<T>();
+    for (size_t i = 0; i < selected.size(); ++i) selected[i] = c[i] != T(0);
+  });
+  return where(Mask(condition.shape(), std::move(selected)), a, b);
+}
+
 Tensor masked_fill(const Tensor& x, const Mask& mask, double value) {
   if (broadcast_shapes("masked_fill", x.shape(), mask.shape) != x.shape()) {
     throw ShapeError("masked_fill: mask " + to_string(mask.shape) +

@@ -3,6 +3,7 @@
 #include "autograd/matmul.h"
 
 #include "autograd/graph.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/reduce.h"
 #include "autograd/shape_ops.h"

@@ -245,6 +245,15 @@ std::vector<OpCheck> make_checks() {
                return where(random_mask(mask_gen, {2, 1, 5}), x[0], x[1]);
              },
              {}});
+  // The condition read from a comparison of a itself: a's values stay 0.2 away from the step,
+  // and the condition [2, 1, 5] broadcasts against a [2, 3, 5] and b [3, 5].
+  add_check(
+      {"where_condition",
+       [](Generator& gen) {
+         return Inputs{away_from_zero(gen, {2, 3, 5}), normal(gen, {3, 5})};
+       },
+       [](const Inputs& x) { return where(greater(narrow(x[0], 1, 0, 1), 0.0), x[0], x[1] * 2.0); },
+       {}});
   add_check(normal_check("dropout", {{2, 3, 5}}, [](const Inputs& x) {
     Generator dropout_gen(3);  // the same mask on every evaluation
     return dropout(x[0], 0.3, true, dropout_gen);

@@ -90,7 +90,7 @@ class CliObserver : public MetricsObserver {
   CliObserver(const RunConfig& config, const data::Task& task, int64_t first_step, bool report)
       : MetricsObserver((fs::path(config.out_dir) / "metrics.csv").string(), config.steps,
                         first_step, task.training_set_size() > 0, task.loss_parts()),
-        progress_(config.steps, task.language_model() != nullptr) {
+        progress_(config.steps, task) {
     if (report) report_.emplace(config);
   }
 
@@ -368,14 +368,17 @@ int run_train(Options& opts) {
     return kExitOk;
   }
   const Metrics& final_metrics = result.last_metrics;
-  std::printf(
-      "Trained %lld steps in %.2f s: held-out loss %.4f, %s %.2f%%, exact match %.2f%%%s\n"
-      "Checkpoint: %s\nMetrics: %s\n",
-      static_cast<long long>(trainer.step() - result.first_step), cli->seconds(),
-      final_metrics.loss, opts.task->accuracy_name().c_str(), 100 * final_metrics.token_accuracy,
-      100 * final_metrics.exact_match,
-      result.reason == StopReason::Target ? " (target reached)" : "", result.checkpoint.c_str(),
-      (fs::path(config.out_dir) / "metrics.csv").c_str());
+  char accuracy[96] = "";
+  if (opts.task->predicts_tokens()) {
+    std::snprintf(accuracy, sizeof accuracy, ", %s %.2f%%, exact match %.2f%%",
+                  opts.task->accuracy_name().c_str(), 100 * final_metrics.token_accuracy,
+                  100 * final_metrics.exact_match);
+  }
+  std::printf("Trained %lld steps in %.2f s: held-out loss %.4f%s%s\nCheckpoint: %s\nMetrics: %s\n",
+              static_cast<long long>(trainer.step() - result.first_step), cli->seconds(),
+              final_metrics.loss, accuracy,
+              result.reason == StopReason::Target ? " (target reached)" : "",
+              result.checkpoint.c_str(), (fs::path(config.out_dir) / "metrics.csv").c_str());
   if (final_metrics.train) {
     std::printf("Training set: loss %.4f, token accuracy %.2f%%\n", final_metrics.train->loss,
                 100 * final_metrics.train->token_accuracy);

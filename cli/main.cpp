@@ -1,4 +1,5 @@
 // The gradlab command-line tool: dispatches to one subcommand per job.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -20,8 +21,13 @@ void print_usage(std::ostream& out) {
   out << "usage: gradlab <command> [options]   (gradlab <command> --help for its options;\n"
          "       gradlab --version for the version and the instructions it runs)\n\n"
          "commands:\n";
+  // The summaries line up two spaces after the longest name.
+  size_t width = 0;
   for (const gradlab::cli::Command& command : gradlab::cli::commands()) {
-    out << "  " << command.name << std::string(12 - command.name.size(), ' ') << command.summary
+    width = std::max(width, command.name.size() + 2);
+  }
+  for (const gradlab::cli::Command& command : gradlab::cli::commands()) {
+    out << "  " << command.name << std::string(width - command.name.size(), ' ') << command.summary
         << '\n';
   }
 }

@@ -1,6 +1,7 @@
 // A task: what a run learns, behind one interface. Each kind is one class in data/ and one row
 // of the table in data/tasks.h (the sequence tasks copy, reverse, sort, recall, modular and
-// induction; text, a language model on a file). The trainer, the checkpoint's /config and the
+// induction; text, a language model on a file; tms, feature vectors for the toy model of
+// superposition). The trainer, the checkpoint's /config and the
 // command line ask the task; none of them compares a task's name.
 #pragma once
 
@@ -18,6 +19,7 @@
 #include "data/program_data_options.h"
 #include "data/sequence_task_options.h"
 #include "data/text_options.h"
+#include "data/tms_options.h"
 #include "nn/sequence_model.h"
 
 namespace gradlab::data {
@@ -38,6 +40,7 @@ struct TaskConfig {
   ModularOptions modular;
   TextOptions text;            // the text task; mqar's --context
   ProgramDataOptions program;  // a program's own data
+  TmsOptions tms;
 };
 
 // One held-out set's size, for the size checks and the memory estimate.
@@ -95,6 +98,9 @@ class Task : public std::enable_shared_from_this<Task> {
   // match: so is a task whose targets cannot all be predicted (running text, induction's first
   // copy), whose exact match stays near 0.
   virtual bool judged_by_loss() const { return language_model() != nullptr; }
+  // Whether the samples are tokens the model predicts (every task but tms, whose samples are
+  // feature vectors): only then do a run's reports show accuracy, exact match and tokens/s.
+  virtual bool predicts_tokens() const { return true; }
   // The names of the parts of the held-out targets whose losses every evaluation reports beside
   // the whole's (DataSource::heldout_parts): metrics.csv's columns <name>_loss. None by default.
   virtual std::vector<std::string> loss_parts() const { return {}; }

@@ -19,12 +19,14 @@ std::shared_ptr<Task> make_text_task(const TaskConfig& config);          // text
 std::shared_ptr<Task> make_modular_task(const TaskConfig& config);       // modular_task.cpp
 std::shared_ptr<Task> make_induction_task(const TaskConfig& config);     // induction_task.cpp
 std::shared_ptr<Task> make_program_data_task(const TaskConfig& config);  // program_data.cpp
+std::shared_ptr<Task> make_tms_task(const TaskConfig& config);           // tms_task.cpp
 
 std::vector<ConfigField> sequence_task_fields(TaskConfig& config);  // sequence_task.cpp
 std::vector<ConfigField> mqar_task_fields(TaskConfig& config);      // mqar_task.cpp
 std::vector<ConfigField> text_task_fields(TaskConfig& config);      // text_task.cpp
 std::vector<ConfigField> modular_task_fields(TaskConfig& config);   // modular_task.cpp
 std::vector<ConfigField> program_data_fields(TaskConfig& config);   // program_data.cpp
+std::vector<ConfigField> tms_task_fields(TaskConfig& config);       // tms_task.cpp
 
 void mqar_own_defaults(TaskConfig& config,
                        const std::function<bool(const char* key)>& given);  // mqar_task.cpp

@@ -26,6 +26,8 @@ const std::vector<TaskKind>& task_kinds() {
        sequence_task_fields, make_induction_task},
       {"text", "a character- or byte-level language model on a file (--data)", text_task_fields,
        make_text_task},
+      {"tms", "feature vectors to squeeze through fewer dimensions (toy models of superposition)",
+       tms_task_fields, make_tms_task},
       {"program", "a program's own data (train::DataSource): the model alone is in the file",
        program_data_fields, make_program_data_task, true},
   };

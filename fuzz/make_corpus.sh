@@ -144,6 +144,7 @@ line dla dla --checkpoint ck.h5 --held-out 2 --versus 1 --out d.h5
 line fourier fourier --checkpoint ck.h5 --share 0.5 --neuron-threshold 0.9 --out f.csv
 line fourier-run fourier --run run --out f.csv --overwrite
 line inspect inspect ck.h5
+line superposition superposition --checkpoint ck.h5 --out s.csv --overwrite
 line explain explain
 line explain-shapes explain --shapes 2,5,8,4,2
 line gradcheck gradcheck --op relu --seed 3

@@ -7,6 +7,7 @@
 #include "nn/hooks.h"
 #include "nn/models.h"
 #include "nn/module_registry.h"
+#include "nn/toy_model.h"
 
 namespace gradlab::nn {
 namespace {
@@ -189,6 +190,16 @@ std::vector<ModuleCheck> make_checks() {
              block, {{2, 5, 12}, {2, 7, 12}}, seed,
              [&](const std::vector<Tensor>& in) { return block.forward(in[0], masks, in[1]); });
        }});
+
+  // The toy model of superposition and its loss: I = 4 instances, m = 2, n = 5, B = 3.
+  checks.push_back({"ToyModel", "B=3 I=4 m=2 n=5", [](uint64_t seed) {
+                      ToyModel model({.vocab_size = 5, .max_len = 4, .d_model = 2, .seed = seed});
+                      return check_with_input(model, {3, 4, 5}, seed, [&](const Tensor& x) {
+                        SequenceBatch batch;
+                        batch.features = x;
+                        return model.loss(batch) + sum(model.forward(batch) * x);
+                      });
+                    }});
 
   const ModelConfig tiny{.vocab_size = 7,
                          .max_len = 6,

@@ -9,10 +9,12 @@
 #include "autograd/format.h"
 #include "autograd/graph.h"
 #include "autograd/kinds.h"
+#include "autograd/shape_ops.h"
 #include "autograd/softmax.h"
 #include "nn/attention.h"
 #include "nn/models.h"
 #include "nn/module_registry.h"
+#include "nn/toy_model.h"
 
 namespace gradlab::nn {
 namespace {
@@ -108,12 +110,25 @@ ModelFootprint encoder_decoder_footprint(const ModelConfig& m) {
           s.longest_keys_with_weights};
 }
 
+// W [I, m, n] and b [I, n]; per row of a batch, about the input, h, the output before and after
+// the ReLU, and the error, with their gradients.
+ModelFootprint toy_model_footprint(const ModelConfig& m) {
+  const double instances = static_cast<double>(m.max_len), dims = static_cast<double>(m.d_model),
+               features = static_cast<double>(m.vocab_size);
+  return {instances * features * (dims + 1), 2 * instances * (dims + 4 * features),
+          instances * (dims + 3 * features), 0};
+}
+
 struct ModelKind {
   std::string name;
+  std::string summary;  // what the kind is, in --model's help
   std::function<std::shared_ptr<SequenceModel>(const ModelConfig&)> make;
   std::function<int64_t(int64_t prompt_length, int64_t answer_length)> positions;
   // Positions for windows of running text (a language model); empty if the kind cannot read them.
   std::function<int64_t(int64_t context)> window_positions;
+  // Positions for feature vectors of I instances (a model that reads batch.features); empty if
+  // the kind reads tokens. Such a kind has no `positions` of prompts and answers.
+  std::function<int64_t(int64_t instances)> feature_positions;
   std::function<ModelFootprint(const ModelConfig&)> footprint;
 };
 
@@ -121,13 +136,19 @@ const std::vector<ModelKind>& kinds() {
   static const std::vector<ModelKind> table{
       // Reads prompt, separator and answer as one sequence; one position is spare because the
       // table is sized for whole samples.
-      {"decoder", [](const ModelConfig& c) { return std::make_shared<DecoderLM>(c); },
+      {"decoder", "decoder-only",
+       [](const ModelConfig& c) { return std::make_shared<DecoderLM>(c); },
        [](int64_t prompt, int64_t answer) { return prompt + 1 + answer; },
-       [](int64_t context) { return context; }, decoder_footprint},
+       [](int64_t context) { return context; }, nullptr, decoder_footprint},
       // The encoder reads the prompt; the decoder reads the separator and the answer.
-      {"seq2seq", [](const ModelConfig& c) { return std::make_shared<EncoderDecoder>(c); },
-       [](int64_t prompt, int64_t answer) { return std::max(prompt, answer); }, nullptr,
+      {"seq2seq", "encoder-decoder",
+       [](const ModelConfig& c) { return std::make_shared<EncoderDecoder>(c); },
+       [](int64_t prompt, int64_t answer) { return std::max(prompt, answer); }, nullptr, nullptr,
        encoder_decoder_footprint},
+      // Reads [B, I, n] feature vectors: one position per instance.
+      {"tms", "the toy model of superposition, for --task tms",
+       [](const ModelConfig& c) { return std::make_shared<ToyModel>(c); }, nullptr, nullptr,
+       [](int64_t instances) { return instances; }, toy_model_footprint},
   };
   return table;
 }
@@ -146,11 +167,21 @@ Indices rows_of(const Indices& tokens, int64_t begin, int64_t count) {
                                              tokens.values.begin() + (begin + count) * row));
 }
 
+// The refusal of a token task by a model that reads feature vectors.
+ConfigError reads_features(const std::string& kind) {
+  return ConfigError("a " + kind + " model reads feature vectors, not tokens (use --task tms)");
+}
+
 }  // namespace
+
+int64_t rows_in(const SequenceBatch& batch) {
+  return batch.features.defined() ? batch.features.size(0) : batch.targets.shape.at(0);
+}
 
 SequenceBatch rows_of(const SequenceBatch& batch, int64_t begin, int64_t count) {
   return {rows_of(batch.source, begin, count), rows_of(batch.inputs, begin, count),
-          rows_of(batch.targets, begin, count)};
+          rows_of(batch.targets, begin, count),
+          batch.features.defined() ? narrow(batch.features, 0, begin, count) : Tensor()};
 }
 
 Tensor sequence_loss(const Tensor& logits, const SequenceBatch& batch) {
@@ -203,6 +234,12 @@ Tensor SequenceModel::forward_incremental(const Indices&, GenerationCache&) cons
   throw ConfigError("this model reads a prompt and an answer; it cannot generate running text");
 }
 
+std::string model_kinds_described() {
+  std::vector<std::string> described;
+  for (const ModelKind& kind : kinds()) described.push_back(kind.name + " (" + kind.summary + ")");
+  return name_list(described);
+}
+
 const std::vector<std::string>& model_kinds() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> list;
@@ -213,11 +250,22 @@ const std::vector<std::string>& model_kinds() {
 }
 
 int64_t positions_needed(const std::string& kind, int64_t prompt_length, int64_t answer_length) {
-  return kind_named(kind).positions(prompt_length, answer_length);
+  const ModelKind& model = kind_named(kind);
+  if (!model.positions) throw reads_features(kind);
+  return model.positions(prompt_length, answer_length);
+}
+
+int64_t positions_for_features(const std::string& kind, int64_t instances) {
+  const ModelKind& model = kind_named(kind);
+  if (!model.feature_positions) {
+    throw ConfigError("a " + kind + " model reads tokens, not feature vectors (use --model tms)");
+  }
+  return model.feature_positions(instances);
 }
 
 int64_t positions_for_windows(const std::string& kind, int64_t context) {
   const ModelKind& model = kind_named(kind);
+  if (model.feature_positions) throw reads_features(kind);
   if (!model.window_positions) {
     throw ConfigError("a " + kind +
                       " model reads a prompt and an answer, not running text (use decoder)");

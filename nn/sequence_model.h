@@ -28,7 +28,14 @@ struct SequenceBatch {
   Indices source;   // [B, S]: the encoder's input; empty for the decoder-only model
   Indices inputs;   // [B, T]: what the decoder reads
   Indices targets;  // [B, T]: the next token at every input position, or kIgnoreTarget
+  // [B, ...]: the real-valued input of a model that reads no tokens (tms: [B, I, n]), whose
+  // own loss() scores it; undefined for a token model. Its initializer lets a token batch be
+  // written {source, inputs, targets}.
+  Tensor features{};
 };
+
+// B: the rows of batch.features, or else of batch.targets.
+int64_t rows_in(const SequenceBatch& batch);
 
 // Rows [begin, begin + count) of every array of a batch (an empty array stays empty): the chunks
 // an evaluation, a process's share or a streamed data set runs.
@@ -65,8 +72,9 @@ class SequenceModel : public Module {
   // ConfigError by default: a model of one's own says how its residual stream becomes logits by
   // overriding this.
   virtual Tensor unembed(const Tensor& residual) const;
-  // The mean cross-entropy of forward(batch) over the targets that count.
-  Tensor loss(const SequenceBatch& batch) const;
+  // The mean cross-entropy of forward(batch) over the targets that count; a model that reads
+  // batch.features instead says what it minimises.
+  virtual Tensor loss(const SequenceBatch& batch) const;
   // The answer_length tokens that follow prompt and separator, each the most likely token
   // given the ones before (ties go to the lowest token id). Runs in evaluation mode, and leaves
   // the model in training mode. By default for a decoder-only model: one forward() per answer
@@ -110,12 +118,18 @@ SequenceBatch decoder_batch(const Indices& samples, int64_t prompt_length);
 // its last token, targets the answer.
 SequenceBatch encoder_decoder_batch(const Indices& samples, int64_t prompt_length);
 
-// Model kinds, as the `--model` flag names them: "decoder" (decoder-only) and "seq2seq"
-// (encoder-decoder).
+// Model kinds, as the `--model` flag names them: "decoder" (decoder-only), "seq2seq"
+// (encoder-decoder) and "tms" (the toy model of superposition, nn/toy_model.h).
 const std::vector<std::string>& model_kinds();
+// "decoder (decoder-only), seq2seq (encoder-decoder) or ...": the kinds and what each is, for
+// --model's help.
+std::string model_kinds_described();
 // Positions the kind's position table needs for samples of these lengths. Throws ConfigError
 // for an unknown kind.
 int64_t positions_needed(const std::string& kind, int64_t prompt_length, int64_t answer_length);
+// Positions the kind needs to read feature vectors of `instances` instances (batch.features
+// [B, I, n]). Throws ConfigError for a kind that reads tokens, or an unknown kind.
+int64_t positions_for_features(const std::string& kind, int64_t instances);
 // Positions the kind needs to read windows of running text, context tokens at a time (samples
 // with no prompt: make_batch(windows [B, context + 1], 0)). Throws ConfigError for a kind that
 // cannot read running text, or an unknown kind.

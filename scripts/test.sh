@@ -118,8 +118,9 @@ export LSAN_OPTIONS="suppressions=$repo_root/fuzz/lsan-suppressions.txt:print_su
 #   property of the code, not of memory).
 # - Training runs to a result (FitTest.StopsAtTheTarget, TrainTest.EndToEnd*, Entropy.*,
 #   Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep, ModularTraining.Grokking*,
-#   MqarTraining.*, InductionTraining.*, LongContext.TrainsAboveTheScoreLimit*: a step of an
-#   8192-token model, whose tiled kernel the kernel tests run here at small sizes) and
+#   MqarTraining.*, InductionTraining.*, TmsTraining.* (10k steps to the pentagon),
+#   LongContext.TrainsAboveTheScoreLimit*: a step of an 8192-token model, whose tiled kernel the
+#   kernel tests run here at small sizes) and
 #   FaultInjection.* (processes killed at random moments): the steps, evaluations and saves they
 #   run are the other tests' too.
 # - The command line's usage errors and help (*UsageError*, *Help*: a process started per bad
@@ -134,7 +135,7 @@ release_only_tests=('DefaultRun.*' 'KernelsUnder.*' 'GradientCheckCoverage.*'
   'Threads.OneAndTwoThreadsGiveTheSameLossesEveryStep' 'ModularTraining.Grokking*'
   'MqarTraining.*' 'InductionTraining.*' 'LongContext.TrainsAboveTheScoreLimit*' 'FaultInjection.*'
   'SweepCli.MakesTheRunsOfTrainInParallelAndResumes' '*UsageError*' '*Help*'
-  'Report.OpensInAHeadlessBrowser')
+  'Report.OpensInAHeadlessBrowser' 'TmsTraining.*')
 if ((${#ctest_args[@]})); then
   # A selection (./scripts/test.sh -R Softmax): through ctest, a process per test.
   exclude=$(printf '%s\n' "${release_only_tests[@]}" | sed 's/\./\\./g; s/\*/.*/g; s/^/^/; s/$/$/' | paste -sd'|')

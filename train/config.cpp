@@ -63,8 +63,7 @@ namespace {
 std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigField>& task_fields,
                                        bool loop) {
   static const std::string task_help = "task: " + data::task_names() + " (docs/tasks.md)";
-  static const std::string model_help =
-      name_list(nn::model_kinds()) + " (decoder-only, or encoder-decoder)";
+  static const std::string model_help = nn::model_kinds_described();
   static const std::string optimizer_help = [] {
     std::vector<std::string> names;
     for (const OptimizerRow& row : optimizer_kinds()) names.push_back(row.name);

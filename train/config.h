@@ -19,7 +19,7 @@
 namespace gradlab::train {
 
 struct RunConfig {
-  std::string model = "decoder";  // a kind of nn::model_kinds(): decoder | seq2seq
+  std::string model = "decoder";  // a kind of nn::model_kinds(): decoder | seq2seq | tms
   data::TaskConfig task;          // a row of data::task_kinds() and its options
   nn::ModelConfig net;            // vocab_size and max_len follow from the task
   OptimizerConfig optimizer;

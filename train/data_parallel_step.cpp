@@ -19,9 +19,11 @@
 namespace gradlab::train {
 namespace {
 
-// Targets that count in the loss.
-int64_t counted_targets(const Indices& targets) {
-  return std::count_if(targets.values.begin(), targets.values.end(),
+// What the batch's loss is a mean over: the targets that count, or a model's of feature
+// vectors (nn::SequenceBatch::features), the rows.
+int64_t counted_targets(const nn::SequenceBatch& batch) {
+  if (batch.features.defined()) return nn::rows_in(batch);
+  return std::count_if(batch.targets.values.begin(), batch.targets.values.end(),
                        [](int64_t t) { return t != nn::kIgnoreTarget; });
 }
 
@@ -105,7 +107,7 @@ uint64_t hash_tensors(const std::vector<nn::NamedTensor>& tensors, uint64_t hash
 }  // namespace
 
 void Trainer::distribute(ProcessGroup& group) {
-  const int64_t rows = data_->training_batch(1).targets.shape[0];
+  const int64_t rows = nn::rows_in(data_->training_batch(1));
   if (group.size() > rows) {
     throw ConfigError("--batch-size " + std::to_string(rows) + " is smaller than the " +
                       std::to_string(group.size()) +
@@ -121,9 +123,9 @@ void Trainer::distribute(ProcessGroup& group) {
 }
 
 void Trainer::backward_shares(const nn::SequenceBatch& batch, StepResult& result) {
-  const auto [begin, end] = share_of(batch.targets.shape[0], *group_);
+  const auto [begin, end] = share_of(nn::rows_in(batch), *group_);
   const int64_t shares = std::min(kBatchShares, end - begin);
-  const int64_t counted = counted_targets(batch.targets);
+  const int64_t counted = counted_targets(batch);
   // Each share draws its masks from a stream of its own, seeded by the shared generator's next
   // draw and the share's first row in the whole batch (distinct for every share of every
   // process, whatever each process's number of shares); the shared generator itself only moves
@@ -135,8 +137,7 @@ void Trainer::backward_shares(const nn::SequenceBatch& batch, StepResult& result
     const int64_t first = begin + (end - begin) * s / shares;
     const nn::SequenceBatch share =
         nn::rows_of(batch, first, begin + (end - begin) * (s + 1) / shares - first);
-    const double weight =
-        counted > 0 ? static_cast<double>(counted_targets(share.targets)) / counted : 0;
+    const double weight = counted > 0 ? static_cast<double>(counted_targets(share)) / counted : 0;
     if (weight == 0) return;
     Generator stream(draw + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(first + 1));
     const nn::DropoutStream masks(stream);

@@ -146,7 +146,7 @@ Metrics Trainer::evaluate() {
 
 Scores Trainer::score(const nn::SequenceBatch& set, const std::vector<data::TargetPart>& parts,
                       std::vector<PartLoss>* part_losses) {
-  const auto [begin, end] = share_of(set.targets.shape[0], *group_);
+  const auto [begin, end] = share_of(nn::rows_in(set), *group_);
   const int64_t chunk_rows = options_.eval_batch_size;
   const int64_t chunks = (end - begin + chunk_rows - 1) / chunk_rows;
   // Each chunk's tally, then each part's: added up in chunk order, whichever thread scored which.
@@ -157,8 +157,13 @@ Scores Trainer::score(const nn::SequenceBatch& set, const std::vector<data::Targ
     const int64_t start = begin + c * chunk_rows;
     const int64_t rows = std::min(chunk_rows, end - start);
     const nn::SequenceBatch chunk = nn::rows_of(set, start, rows);
-    const Tensor logits = model_->forward(chunk);
     std::vector<Tally>& out = chunk_tallies[static_cast<size_t>(c)];
+    if (chunk.features.defined()) {
+      // A model of feature vectors has no tokens to count: its own loss, as a mean per row.
+      out[0] = {rows, rows, 0, 0, model_->loss(chunk).item() * static_cast<double>(rows)};
+      return;
+    }
+    const Tensor logits = model_->forward(chunk);
     tally(logits, chunk.targets, out[0]);
     for (size_t p = 0; p < parts.size(); ++p) {
       tally(logits, nn::rows_of({{}, {}, parts[p].targets}, start, rows).targets, out[1 + p]);

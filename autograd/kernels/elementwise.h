@@ -73,7 +73,8 @@ void broadcast_zip(const T* a, const Shape& a_shape, const T* b, const Shape& b_
                    const Shape& out_shape, F f) {
   const int64_t n = numel(out_shape);
   if (n == 0) return;
-  if (a_shape == b_shape) return zip(a, b, out, n, f);
+  // Equal shapes smaller than out (broadcast_to's rank-0 or [1, 1] source) take the general path.
+  if (a_shape == b_shape && numel(a_shape) == n) return zip(a, b, out, n, f);
   if (numel(b_shape) == 1 && numel(a_shape) == n) {
     const T bv = b[0];
     return map(a, out, n, [&](T x) { return f(x, bv); });

@@ -1,5 +1,5 @@
 """The instruments of gradlab's interp/ as functions: head scores, the logit lens, ablation,
-activation, path and attribution patching; data sets of prompts in batches of one length,
+activation, path and attribution patching, a toy model of superposition's geometry; data sets of prompts in batches of one length,
 and the mean of an instrument over them; and reading the datasets of the files gradlab's
 commands write."""
 
@@ -17,6 +17,16 @@ def heads(model, length=0, sequences=64, seed=0):
     options = _native.HeadScoreOptions()
     options.length, options.sequences, options.seed = length, sequences, seed
     return _native.heads(model._native, options)
+
+
+def superposition(checkpoint):
+    """A toy model of superposition's geometry (a checkpoint of task tms, its path or the model
+    gradlab.load opened), as `gradlab superposition`: {"weight": W [I, m, n], "norms": [I, n],
+    "dimensionality": D [I, n], "angles": degrees [I, n] (None unless m = 2), "densities": [I]}.
+    ValueError for a checkpoint of another task."""
+    native = checkpoint._native if hasattr(checkpoint, "_native") else _native.load(
+        os.fspath(checkpoint))
+    return _native.superposition(native)
 
 
 def lens(model, tokens, source=None):

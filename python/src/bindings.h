@@ -26,6 +26,7 @@ namespace py = pybind11;
 
 void bind_errors(py::module_& m);
 void bind_arrays(py::module_& m);
+void bind_tensor_ops(py::module_& m);
 void bind_models(py::module_& m);
 void bind_hooks(py::module_& m);
 void bind_training(py::module_& m);

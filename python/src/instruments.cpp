@@ -8,6 +8,7 @@
 
 #include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "data/tms_task.h"
 #include "interp/ablation.h"
 #include "interp/attribution_patching.h"
 #include "interp/direct_logit_attribution.h"
@@ -126,8 +127,29 @@ PatchInputs patch_inputs(Checkpoint& c, const py::handle& clean, const py::handl
 
 }  // namespace
 
+// A toy model of superposition's geometry (data::superposition), as `gradlab superposition`:
+// numpy arrays [I, m, n] of W, [I, n] per feature, [I] of the densities.
+py::dict superposition_dict(const Checkpoint& c) {
+  const data::Superposition s = data::superposition(*c.model, *c.task);
+  const nn::FeatureGeometry& g = s.geometry;
+  const auto per_feature = [&](const std::vector<double>& values) {
+    py::array_t<double> array({g.instances, g.features});
+    std::copy(values.begin(), values.end(), array.mutable_data());
+    return array;
+  };
+  py::dict d;
+  d["weight"] = to_numpy(s.weight);
+  d["norms"] = per_feature(g.norms);
+  d["dimensionality"] = per_feature(g.dimensionality);
+  d["angles"] = g.angles.empty() ? py::object(py::none()) : py::object(per_feature(g.angles));
+  d["densities"] =
+      py::array_t<double>(static_cast<py::ssize_t>(s.densities.size()), s.densities.data());
+  return d;
+}
+
 void bind_instruments(py::module_& m) {
   bind_residual_stream(m);
+  m.def("superposition", &superposition_dict, py::arg("model"));
   m.def(
       "heads",
       [](Checkpoint& c, const interp::HeadScoreOptions& options) {

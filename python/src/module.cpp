@@ -6,6 +6,7 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "gradlab's C++ engine; use the package gradlab";
   gradlab::python::bind_errors(m);
   gradlab::python::bind_arrays(m);
+  gradlab::python::bind_tensor_ops(m);
   gradlab::python::bind_models(m);
   gradlab::python::bind_hooks(m);
   gradlab::python::bind_training(m);

@@ -299,7 +299,7 @@ TEST(Task, AnswerAndValidatePrompt) {
 TEST(Task, ConfigErrorsNameTheField) {
   EXPECT_EQ(message_of([] { make("xyz", 3, 3); }),
             "task: unknown task 'xyz' (expected copy, reverse, sort, recall, modular, mqar, "
-            "induction or text)");
+            "induction, text or tms)");
   EXPECT_TRUE(contains(message_of([] { make("copy", 0, 3); }), "length"));
   EXPECT_TRUE(contains(message_of([] { make("copy", 0, 3); }), "0"));
   EXPECT_TRUE(contains(message_of([] { make("sort", 3, 0); }), "--symbols"));

@@ -129,7 +129,7 @@ TEST(TaskRegistry, UnknownNameListsTheTable) {
   for (const TaskKind& kind : task_kinds()) {
     EXPECT_EQ(contains(task_names(), kind.name), !kind.own_data);
   }
-  EXPECT_EQ(task_names(), "copy, reverse, sort, recall, modular, mqar, induction or text");
+  EXPECT_EQ(task_names(), "copy, reverse, sort, recall, modular, mqar, induction, text or tms");
 }
 
 TEST(TaskRegistry, HelpAndErrorsListTheNames) {

@@ -8,14 +8,17 @@
 #include <functional>
 #include <mutex>
 #include <new>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "autograd/error.h"
+
 namespace gradlab {
 namespace {
 
-constexpr std::align_val_t kAlignment{64};
+constexpr std::align_val_t kBufferAlignment{Storage::kAlignment};
 // The pool keeps at most this much free memory; beyond it, buffers go back to the system.
 constexpr size_t kMaxCachedBytes = size_t{256} << 20;
 // How many of a size's most recently freed buffers a thread looks through for one of its own.
@@ -87,7 +90,7 @@ class Pool {
       }
       ++stats_.fresh_allocations;
     }
-    return ::operator new(size, kAlignment);
+    return ::operator new(size, kBufferAlignment);
   }
 
   void release(void* p, size_t size) {
@@ -99,7 +102,7 @@ class Pool {
         return;
       }
     }
-    ::operator delete(p, kAlignment);
+    ::operator delete(p, kBufferAlignment);
   }
 
   // Largest buffers first: the fewest buffers give the bytes back, and whole pages of them.
@@ -113,7 +116,7 @@ class Pool {
       for (size_t size : sizes) {
         std::vector<Block>& blocks = free_[size];
         while (!blocks.empty() && released < at_least) {
-          ::operator delete(blocks.back().data, kAlignment);
+          ::operator delete(blocks.back().data, kBufferAlignment);
           blocks.pop_back();
           released += size;
         }
@@ -156,8 +159,19 @@ uint64_t next_version() {
 Storage::Storage(size_t bytes)
     : data_(pool().acquire(bucket_size(bytes))), bytes_(bytes), version_(next_version()) {}
 
+Storage::Storage(void* data, size_t bytes, std::shared_ptr<void> owner)
+    : data_(data), bytes_(bytes), version_(next_version()), owner_(std::move(owner)) {
+  if (!owner_) throw Error("storage: a wrapped buffer needs an owner to keep it alive");
+  const auto address = reinterpret_cast<std::uintptr_t>(data);
+  if (address % kAlignment != 0) {
+    throw Error("storage: a wrapped buffer must be " + std::to_string(kAlignment) +
+                "-byte aligned, its address is " + std::to_string(address % kAlignment) +
+                " bytes past a boundary");
+  }
+}
+
 Storage::~Storage() {
-  pool().release(data_, bucket_size(bytes_));
+  if (!owner_) pool().release(data_, bucket_size(bytes_));
 }
 
 void Storage::mark_written() {

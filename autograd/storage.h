@@ -7,18 +7,31 @@
 // threads training batch shares each keep to buffers their own core's cache holds. Fresh
 // memory is expensive here: the kernel faults in every new page (about 10 us per 4 KiB on
 // the machines this was tuned on), and glibc returns large blocks to the system on free.
+// A storage may instead wrap a buffer someone else allocated (a numpy array's), which it keeps
+// alive through an owner and never hands to the pool.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace gradlab {
 
 class Storage {
  public:
-  // Uninitialised, 64-byte aligned (one cache line, one AVX-512 vector).
+  // Every storage's data is aligned to this (one cache line, one AVX-512 vector).
+  static constexpr size_t kAlignment = 64;
+
+  // Uninitialised, from the pool.
   explicit Storage(size_t bytes);
+  // Wraps `bytes` bytes at `data`, which `owner` keeps valid: the storage holds `owner` until it
+  // is destroyed and then releases it (once, on whatever thread drops the last handle, so an
+  // owner whose release needs a lock, such as Python's GIL, takes it in its deleter). `data`
+  // must be 64-byte aligned like every storage (the lane attention kernel dereferences vectors
+  // of its buffers), and writable; throws gradlab::Error if it is not aligned or `owner` is
+  // null.
+  Storage(void* data, size_t bytes, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -37,6 +50,7 @@ class Storage {
   void* data_;
   size_t bytes_;
   std::atomic<uint64_t> version_;
+  std::shared_ptr<void> owner_;  // set for a wrapped buffer, which the pool never sees
 };
 
 struct StorageStats {

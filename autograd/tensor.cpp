@@ -11,14 +11,18 @@
 namespace gradlab {
 namespace {
 
-std::shared_ptr<detail::Node> make_node(const Shape& shape, DType dtype) {
+void check_sizes(const Shape& shape) {
   for (int64_t d : shape) {
     if (d < 0) throw ShapeError("tensor: negative size in shape " + to_string(shape));
   }
+}
+
+std::shared_ptr<detail::Node> make_node(const Shape& shape, DType dtype,
+                                        std::shared_ptr<Storage> storage) {
   auto node = std::make_shared<detail::Node>();
   node->shape = shape;
   node->dtype = dtype;
-  node->storage = std::make_shared<Storage>(static_cast<size_t>(numel(shape)) * dtype_size(dtype));
+  node->storage = std::move(storage);
   return node;
 }
 
@@ -38,7 +42,20 @@ Tensor from_values(const Shape& shape, DType dtype, const auto& value_at) {
 }  // namespace
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  return Tensor(make_node(shape, dtype));
+  check_sizes(shape);
+  const size_t bytes = static_cast<size_t>(gradlab::numel(shape)) * dtype_size(dtype);
+  return Tensor(make_node(shape, dtype, std::make_shared<Storage>(bytes)));
+}
+
+Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype) {
+  check_sizes(shape);
+  const size_t bytes = static_cast<size_t>(gradlab::numel(shape)) * dtype_size(dtype);
+  if (storage->bytes() < bytes) {
+    throw ShapeError("from_storage: " + std::to_string(storage->bytes()) +
+                     " bytes of storage do not hold shape " + to_string(shape) + " of " +
+                     dtype_name(dtype));
+  }
+  return Tensor(make_node(shape, dtype, std::move(storage)));
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {

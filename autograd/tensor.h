@@ -47,6 +47,10 @@ class Tensor {
                       double mean = 0.0, double stddev = 1.0);
   static Tensor uniform(const Shape& shape, Generator& gen, double low, double high,
                         DType dtype = DType::Float32);
+  // A leaf over an existing storage (one wrapping a foreign buffer, say): no copy; writes
+  // through either side are seen by the other. Throws ShapeError if the storage holds fewer
+  // bytes than shape's elements of dtype need.
+  static Tensor from_storage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype);
 
   // --- Shape and data --------------------------------------------------------------------
   bool defined() const { return node_ != nullptr; }

@@ -1,7 +1,10 @@
 // Tensors and numpy arrays: gradlab.Tensor exposes its values through the buffer protocol
 // (np.asarray(t) shares them), arrays handed to Python share the tensor's storage and keep it
-// alive, and token arrays of any integer type become Indices.
+// alive, arrays of a shareable layout become tensors over their memory (gradlab.tensor), and
+// token arrays of any integer type become Indices.
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 
 #include "autograd/threads.h"
 #include "python/src/bindings.h"
@@ -32,24 +35,70 @@ py::array typed_view(const Tensor& t) {
   return py::array_t<T>(std::vector<py::ssize_t>(shape.begin(), shape.end()), strides, data, base);
 }
 
+// Why a tensor cannot share the memory of this float32 or float64 array, or nothing if it can.
+// The alignment is every storage's (the lane attention kernel dereferences whole vectors of
+// buffers it is given), so a shared tensor is one no kernel can tell from another.
+std::optional<std::string> why_not_shared(const py::array& array) {
+  if (!(array.flags() & py::array::c_style)) return "it is not C-contiguous";
+  if (!array.writeable()) return "it is read-only";
+  const auto past = reinterpret_cast<std::uintptr_t>(array.data()) % Storage::kAlignment;
+  if (past != 0) {
+    return "its data is " + std::to_string(past) + " bytes past a " +
+           std::to_string(Storage::kAlignment) + "-byte boundary";
+  }
+  return std::nullopt;
+}
+
+// A tensor over the array's memory. Its storage's owner holds a reference to the array (and so
+// to whatever owns the memory); the last tensor handle may go on a thread without the GIL,
+// which dropping a Python reference needs.
+Tensor shared_tensor(py::array array, const Shape& shape, DType dtype) {
+  auto* reference = new py::object(array);
+  std::shared_ptr<void> owner(reference, [](void* p) {
+    auto* object = static_cast<py::object*>(p);
+    if (Py_IsInitialized()) {
+      py::gil_scoped_acquire gil;
+      delete object;
+    } else {
+      object->release();  // the interpreter, and the array with it, is gone
+      delete object;
+    }
+  });
+  auto storage = std::make_shared<Storage>(array.mutable_data(),
+                                           static_cast<size_t>(array.nbytes()), std::move(owner));
+  return Tensor::from_storage(std::move(storage), shape, dtype);
+}
+
 }  // namespace
 
 py::array to_numpy(const Tensor& t) {
   return dispatch(t.dtype(), [&]<class T>() { return typed_view<T>(t); });
 }
 
-Tensor from_numpy(const py::handle& object, const std::string& what) {
+Tensor from_numpy(const py::handle& object, const std::string& what, ArrayCopy copy) {
   const py::array array = py::array::ensure(object);
   if (!array) throw py::type_error(what + ": expected an array of float32 or float64");
   const Shape shape(array.shape(), array.shape() + array.ndim());
-  const auto copy = [&]<class T>(DType dtype) {
+  const auto convert = [&]<class T>(DType dtype) {
+    if (copy != ArrayCopy::Always) {
+      std::optional<std::string> reason = why_not_shared(array);
+      if (!py::isinstance<py::array>(object)) {
+        reason = "it is a " + std::string(py::str(object.get_type().attr("__name__"))) +
+                 ", not a numpy array";
+      }
+      if (!reason) return shared_tensor(array, shape, dtype);
+      if (copy == ArrayCopy::Never) {
+        throw py::value_error(what +
+                              ": copy=False, but the array's memory cannot be shared: " + *reason);
+      }
+    }
     const auto contiguous = py::array_t<T, py::array::c_style>::ensure(array);
     Tensor t = Tensor::empty(shape, dtype);
     std::copy_n(contiguous.data(), t.numel(), t.template mutable_data<T>());
     return t;
   };
-  if (py::isinstance<py::array_t<float>>(array)) return copy.operator()<float>(DType::Float32);
-  if (py::isinstance<py::array_t<double>>(array)) return copy.operator()<double>(DType::Float64);
+  if (py::isinstance<py::array_t<float>>(array)) return convert.operator()<float>(DType::Float32);
+  if (py::isinstance<py::array_t<double>>(array)) return convert.operator()<double>(DType::Float64);
   throw py::type_error(what + ": expected float32 or float64 values, got " +
                        std::string(py::str(array.dtype())));
 }
@@ -109,8 +158,17 @@ void bind_arrays(py::module_& m) {
                ")";
       });
   m.def(
-      "tensor", [](const py::handle& array) { return from_numpy(array, "tensor"); },
-      py::arg("array"), "a Tensor holding a copy of a float32 or float64 array");
+      "tensor",
+      [](const py::handle& array, std::optional<bool> copy) {
+        const ArrayCopy mode = !copy   ? ArrayCopy::IfNeeded
+                               : *copy ? ArrayCopy::Always
+                                       : ArrayCopy::Never;
+        return from_numpy(array, "tensor", mode);
+      },
+      py::arg("array"), py::arg("copy") = py::none(),
+      "a Tensor of a float32 or float64 array's values, sharing its memory when its layout "
+      "allows (C-contiguous, writable, 64-byte aligned); copy=True always copies, copy=False "
+      "raises ValueError instead of copying");
   m.def(
       "set_num_threads",
       [](int n) {

@@ -40,9 +40,19 @@ void bind_report(py::module_& m);
 // A numpy array sharing t's values (no copy), writable, keeping t's storage alive for as long
 // as the array (or any view of it) lives.
 py::array to_numpy(const Tensor& t);
-// A tensor holding a copy of a float32 or float64 array's values; throws TypeError for another
-// dtype. `what` names the array in messages.
-Tensor from_numpy(const py::handle& array, const std::string& what);
+// Whether from_numpy copies an array's values or shares its memory.
+enum class ArrayCopy {
+  Always,    // the tensor has its own storage, whatever the array
+  IfNeeded,  // shares when the array's layout allows (see from_numpy), copies otherwise
+  Never,     // shares, or throws ValueError naming why the array cannot be shared
+};
+// A tensor of a float32 or float64 array's values; throws TypeError for another dtype. `what`
+// names the array in messages. A tensor can share the memory of a C-contiguous, writable array
+// whose data is Storage::kAlignment-aligned; it then keeps the array (and so its memory's
+// owner) alive as long as any tensor over that memory lives, and writes through either are
+// seen by the other (numpy's do not change the tensor's version()).
+Tensor from_numpy(const py::handle& array, const std::string& what,
+                  ArrayCopy copy = ArrayCopy::Always);
 // Token ids: any numpy integer array (or sequence of ints) of shape [B, T] or [T] (one
 // sequence), as [B, T]. Throws TypeError for a float array, ValueError for an empty batch or
 // another rank, IndexError for an id outside [0, vocab_size).

@@ -40,6 +40,15 @@ class DecoderLM : public SequenceModel {
   Tensor forward_incremental(const Indices& tokens, GenerationCache& cache) const override;
   // ln_f (if any), then the head: [B, T, C] -> [B, T, V].
   Tensor unembed(const Tensor& residual) const override;
+  // The loss of forward(batch), with the last block, the final norm and the head run at the
+  // positions loss_from(batch) on alone (TransformerBlock::forward_last_positions): equal up to
+  // rounding, since the positions before carry no loss.
+  Tensor loss(const SequenceBatch& batch) const override;
+  // The first position loss(batch) computes the last block at: T - 1 when the last position
+  // alone carries loss (a task whose answer is one token: modular), or else 0 (every position),
+  // and 0 too while a hook or cache observes the pass (it sees every position then), while
+  // dropout draws masks, or when the last block's scores are modified.
+  int64_t loss_from(const SequenceBatch& batch) const;
 
   std::shared_ptr<TokenAndPosition> embed;
   std::vector<std::shared_ptr<TransformerBlock>> blocks;

@@ -188,6 +188,18 @@ Tensor sequence_loss(const Tensor& logits, const SequenceBatch& batch) {
   return cross_entropy(logits, batch.targets, kIgnoreTarget);
 }
 
+int64_t first_counted_position(const Indices& targets) {
+  const int64_t rows = targets.shape.at(0), length = targets.shape.at(1);
+  int64_t first = length;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t* row = targets.values.data() + r * length;
+    for (int64_t t = 0; t < first; ++t) {
+      if (row[t] != kIgnoreTarget) first = t;
+    }
+  }
+  return first;
+}
+
 Tensor SequenceModel::loss(const SequenceBatch& batch) const {
   return sequence_loss(forward(batch), batch);
 }

@@ -73,7 +73,9 @@ class SequenceModel : public Module {
   // overriding this.
   virtual Tensor unembed(const Tensor& residual) const;
   // The mean cross-entropy of forward(batch) over the targets that count; a model that reads
-  // batch.features instead says what it minimises.
+  // batch.features instead says what it minimises. A model may compute it without the work whose
+  // result cannot reach it (DecoderLM: the last block at positions that carry no loss), equal up
+  // to rounding.
   virtual Tensor loss(const SequenceBatch& batch) const;
   // The answer_length tokens that follow prompt and separator, each the most likely token
   // given the ones before (ties go to the lowest token id). Runs in evaluation mode, and leaves
@@ -106,6 +108,10 @@ class SequenceModel : public Module {
 // The mean cross-entropy of logits [B, T, V] against batch.targets, over the targets that count:
 // SequenceModel::loss, for logits computed another way (with hooks).
 Tensor sequence_loss(const Tensor& logits, const SequenceBatch& batch);
+
+// The first position t of targets [B, T] at which some row's target counts (is not kIgnoreTarget),
+// or T when none does: positions before it carry no loss in any row.
+int64_t first_counted_position(const Indices& targets);
 
 // The position of the largest logit in the last row of logits [1, T, V] (the first one on a
 // tie): one step of a greedy decode.

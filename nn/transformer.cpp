@@ -137,6 +137,26 @@ Tensor TransformerBlock::attention_body(const MultiHeadAttention& attention, con
   return result.output;
 }
 
+Tensor TransformerBlock::forward_last_positions(const Tensor& x, int64_t first) const {
+  if (cross_attn) {
+    throw ShapeError("TransformerBlock: forward_last_positions of a block with cross-attention");
+  }
+  const int64_t T = x.size(1), Tq = T - first;
+  // The causal rule with the queries at positions first..T-1: query i hides keys after first + i.
+  AttentionMasks later_keys;
+  later_keys.attn_mask = Mask({Tq, T}, std::vector<uint8_t>(Tq * T, 0));
+  for (int64_t i = 0; i < Tq; ++i) {
+    for (int64_t j = first + i + 1; j < T; ++j) later_keys.attn_mask->values[i * T + j] = 1;
+  }
+  // A norm acts on each position alone: normalising all of them, then taking the queries' rows,
+  // is normalising those rows.
+  const Tensor key_value = pre_normalized(ln1.get(), x);  // [B, T, C]
+  const Tensor query = narrow(key_value, 1, first, Tq);   // [B, Tq, C]
+  const Tensor attended = drop_->forward(attn->forward(query, key_value, later_keys));
+  const Tensor sum = residual_add(narrow(x, 1, first, Tq), attended, "attention");
+  return feed_forward(pre_norm_ || !ln1 ? sum : ln1->forward(sum));  // [B, Tq, C]
+}
+
 Tensor TransformerBlock::forward_incremental(const Tensor& x, KVCache& cache) const {
   if (cross_attn) {
     throw ShapeError(

@@ -42,6 +42,13 @@ class TransformerBlock : public Module {
                  const Tensor& memory = Tensor(), const AttentionMasks& memory_masks = {},
                  Tensor* self_weights = nullptr, Tensor* cross_weights = nullptr) const;
 
+  // The block's output [B, T - first, C] at positions [first, T) of x [B, T, C] alone, under a
+  // causal self-attention: the keys and values read every position, while the queries, W_O and
+  // the feed-forward run at those positions only. Equal to forward(x, causal) there, up to
+  // rounding; for a last block whose earlier positions cannot reach the loss. No hook point
+  // fires (the caller runs it without hooks); dropout, if training, draws other masks.
+  Tensor forward_last_positions(const Tensor& x, int64_t first) const;
+
   // Generation: the block over new tokens x [B, Tn, C] that follow those in the self-attention
   // cache (causal, no cross-attention, evaluation mode). Appends to the cache.
   Tensor forward_incremental(const Tensor& x, KVCache& cache) const;

@@ -1,4 +1,4 @@
-// The rows of the initialisation table: the constructors' default, and GPT-2's.
+// The rows of the initialisation table: the constructors' default, GPT-2's and TransformerLens's.
 #include "nn/initialisation.h"
 
 #include <cmath>
@@ -35,6 +35,20 @@ void gpt2(Module& model, const ModelConfig& config, Generator& gen) {
   }
 }
 
+// TransformerLens's default ("gpt2" init_mode of HookedTransformer, initializer_range unset):
+// every weight matrix, embeddings and unembedding included, normal(0, 0.8 / sqrt(d_model)); zero
+// biases; norms kept. What its grokking models are trained from.
+void transformer_lens(Module& model, const ModelConfig& config, Generator& gen) {
+  const double std = 0.8 / std::sqrt(static_cast<double>(config.d_model));
+  for (const auto& [name, parameter] : model.named_parameters()) {
+    if (name.find("ln") != std::string::npos && parameter.rank() == 1) continue;  // norms
+    const Tensor value = parameter.rank() == 1
+                             ? Tensor::zeros(parameter.shape(), parameter.dtype())
+                             : Tensor::randn(parameter.shape(), gen, parameter.dtype(), 0.0, std);
+    Tensor(parameter).copy_from(value);
+  }
+}
+
 }  // namespace
 
 const std::vector<InitKind>& init_kinds() {
@@ -42,6 +56,8 @@ const std::vector<InitKind>& init_kinds() {
       {kDefaultInit, "Xavier-uniform projections, normal(0, 0.02) embeddings, zero biases",
        keep_default},
       {kGpt2Init, "normal(0, 0.02), scaled residual projections", gpt2},
+      {"transformerlens", "TransformerLens's: every weight matrix normal(0, 0.8/sqrt(d-model))",
+       transformer_lens},
   };
   return kinds;
 }

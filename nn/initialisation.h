@@ -26,9 +26,10 @@ struct InitKind {
 
 const std::vector<InitKind>& init_kinds();
 
-// The row named name; throws ConfigError "unknown init 'x' (expected default or gpt2)".
+// The row named name; throws ConfigError "unknown init 'x' (expected default, gpt2 or
+// transformerlens)".
 const InitKind& init_kind(const std::string& name);
-// "default or gpt2": the names of the rows, in order.
+// "default, gpt2 or transformerlens": the names of the rows, in order.
 std::string init_names();
 
 }  // namespace gradlab::nn

@@ -24,7 +24,7 @@ rule; not the same random draws):
 - the decoder-only model: token + learned position embeddings, pre-LN (or post-LN) blocks, norm
   "layer" (LayerNorm eps 1e-5) or "none", attention-only blocks with d-ff 0, exact-erf GELU or
   ReLU, the config's bias and tie-embeddings; init "default" (Xavier-uniform Linears,
-  normal(0, 0.02) embeddings, zero biases) or "gpt2"; attention as one scaled product of the
+  normal(0, 0.02) embeddings, zero biases), "gpt2" or "transformerlens"; attention as one scaled product of the
   stacked q, k, v with the causal mask added (baddbmm), softmax, then the values (torch >= 2:
   scaled_dot_product_attention);
 - the loss: the mean cross-entropy over the counted targets;
@@ -238,7 +238,7 @@ class DecoderLM(torch.nn.Module):
                         ("learned-positions", cfg["learned-positions"] == "1"),
                         ("norm", kind in ("layer", "none")),
                         ("activation", cfg["activation"] in ("gelu", "relu")),
-                        ("init", cfg["init"] in ("default", "gpt2"))):
+                        ("init", cfg["init"] in ("default", "gpt2", "transformerlens"))):
             if not ok:
                 raise SystemExit(f"research_torch: {key} = {cfg[key]} is not replicated")
         self.token_embedding = torch.nn.Embedding(vocab, c)

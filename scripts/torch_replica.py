@@ -53,11 +53,14 @@ def learning_rate(step, cfg):
 
 
 def adamw(params, cfg):
-    """torch's AdamW with gradlab's groups: weight decay on the rank >= 2 parameters only."""
+    """torch's AdamW with gradlab's groups: weight decay on the rank >= 2 parameters only, or on
+    every parameter with decay-all."""
     params = list(params)
-    groups = [{"params": [q for q in params if q.dim() >= 2],
+    decay_all = cfg.get("decay-all", "0") not in ("0", "false")
+    groups = [{"params": [q for q in params if decay_all or q.dim() >= 2],
                "weight_decay": float(cfg["weight-decay"])},
-              {"params": [q for q in params if q.dim() < 2], "weight_decay": 0.0}]
+              {"params": [q for q in params if not decay_all and q.dim() < 2],
+               "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=float(cfg["lr"]),
                              betas=(float(cfg["beta1"]), float(cfg["beta2"])),
                              eps=float(cfg.get("eps", "1e-08")))
@@ -65,7 +68,8 @@ def adamw(params, cfg):
 
 def initialise(model, init, layers, gen):
     """gradlab's initialisations (nn/initialisation.cpp), drawn from gen: biases zero; "gpt2":
-    normal(0, 0.02), the residual projections 0.02 / sqrt(2 layers); "default": embeddings
+    normal(0, 0.02), the residual projections 0.02 / sqrt(2 layers); "transformerlens": every
+    matrix normal(0, 0.8 / sqrt(d_model)) (d_model: the embedding's width); "default": embeddings
     normal(0, 0.02), every projection Xavier-uniform (the stacked q, k, v each [C, C])."""
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -73,7 +77,10 @@ def initialise(model, init, layers, gen):
                 if name.endswith("bias"):
                     p.zero_()
                 continue
-            if init == "gpt2":
+            if init == "transformerlens":
+                width = model.token_embedding.weight.shape[1]
+                p.normal_(0.0, 0.8 / math.sqrt(width), generator=gen)
+            elif init == "gpt2":
                 residual = name.endswith(("out_proj.weight", "fc2.weight"))
                 p.normal_(0.0, 0.02 / math.sqrt(2 * layers) if residual else 0.02, generator=gen)
             elif "embedding" in name:

@@ -115,7 +115,8 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
       {"beta1", &c.optimizer.beta1, "Adam/AdamW beta1"},
       {"beta2", &c.optimizer.beta2, "Adam/AdamW beta2"},
       {"eps", &c.optimizer.eps, "Adam/AdamW epsilon"},
-      {"weight-decay", &c.optimizer.weight_decay, "weight decay (weight matrices only)"},
+      {"weight-decay", &c.optimizer.weight_decay,
+       "weight decay (weight matrices only, unless --decay-all)"},
       {"momentum", &c.optimizer.momentum, "SGD momentum"},
       {"nesterov", &c.optimizer.nesterov, "SGD Nesterov momentum"},
       {"schedule", &c.schedule.name, schedule_help.c_str()},
@@ -171,6 +172,12 @@ std::vector<ConfigField> fields_around(RunConfig& c, const std::vector<ConfigFie
   fields.insert(fields.end(), model_options.begin(), model_options.end());
   if (loop) fields.insert(fields.end(), later_loop_fields.begin(), later_loop_fields.end());
   fields.insert(fields.end(), newer_model_options.begin(), newer_model_options.end());
+  // Newer still: kept after those.
+  const std::vector<ConfigField> newest_loop_fields{
+      {"decay-all", &c.optimizer.decay_all,
+       "decay every parameter, biases and norms too (torch.optim.AdamW's default)", true, true},
+  };
+  if (loop) fields.insert(fields.end(), newest_loop_fields.begin(), newest_loop_fields.end());
   return fields;
 }
 

@@ -5,7 +5,8 @@
 // differences, both invisible when every parameter gets a gradient at every step and the
 // PyTorch parameter groups give non-decaying parameters weight_decay 0:
 //  - Weight decay (L2 for SGD and Adam, decoupled for AdamW) applies only to parameters for
-//    which decays() is true; torch applies a group's weight_decay to all of its parameters.
+//    which decays() is true (every parameter with decay_all); torch applies a group's
+//    weight_decay to all of its parameters.
 //  - Adam's bias correction uses the optimizer's global step count (steps_, incremented once
 //    per step() call); torch counts steps per parameter, so the two differ for a parameter that
 //    missed a step for lack of a gradient.
@@ -123,12 +124,13 @@ void check_lr(double lr) {
 
 class StatefulOptimizer : public Optimizer {
  public:
-  StatefulOptimizer(std::vector<nn::NamedTensor> params, bool first_slot, bool second_slot)
+  StatefulOptimizer(std::vector<nn::NamedTensor> params, bool decay_all, bool first_slot,
+                    bool second_slot)
       : Optimizer(std::move(params)) {
     slots_.reserve(params_.size());
     for (const auto& [name, p] : params_) {
       if (!p.defined()) throw ConfigError("optimizer: parameter '" + name + "' is undefined");
-      Slot slot{name, p, Tensor(), Tensor(), decays(p)};
+      Slot slot{name, p, Tensor(), Tensor(), decay_all || decays(p)};
       if (first_slot) slot.first = Tensor::zeros(p.shape(), p.dtype());
       if (second_slot) slot.second = Tensor::zeros(p.shape(), p.dtype());
       slots_.push_back(std::move(slot));
@@ -155,7 +157,7 @@ class StatefulOptimizer : public Optimizer {
 class SGD final : public StatefulOptimizer {
  public:
   SGD(const OptimizerConfig& config, std::vector<nn::NamedTensor> params)
-      : StatefulOptimizer(std::move(params), config.momentum > 0.0, false),
+      : StatefulOptimizer(std::move(params), config.decay_all, config.momentum > 0.0, false),
         momentum_(config.momentum),
         weight_decay_(config.weight_decay),
         nesterov_(config.nesterov) {}
@@ -198,7 +200,7 @@ class SGD final : public StatefulOptimizer {
 class Adam final : public StatefulOptimizer {
  public:
   Adam(const OptimizerConfig& config, std::vector<nn::NamedTensor> params, bool decoupled)
-      : StatefulOptimizer(std::move(params), true, true),
+      : StatefulOptimizer(std::move(params), config.decay_all, true, true),
         beta1_(config.beta1),
         beta2_(config.beta2),
         eps_(config.eps),

@@ -31,7 +31,8 @@ struct OptimizerConfig {
   double beta2 = 0.98;
   double eps = 1e-8;
   double weight_decay = 0.01;  // AdamW: decoupled; Adam and SGD: L2 added to the gradient.
-                               // Only parameters for which decays() is true are decayed.
+                               // Only parameters for which decays() is true are decayed,
+  bool decay_all = false;      // or every parameter (biases and norms too), as torch's one group.
   double momentum = 0.0;       // SGD
   bool nesterov = false;       // SGD
 };

@@ -94,6 +94,24 @@ TEST(ModelOptions, Gpt2InitialisationScalesTheResidualProjections) {
   EXPECT_THROW(DecoderLM(config(true, false, "xavier")), ConfigError);
 }
 
+TEST(ModelOptions, TransformerLensInitialisationDrawsEveryMatrixAtOneScale) {
+  DecoderLM model(config(true, false, "transformerlens"));
+  const double expected = 0.8 / std::sqrt(static_cast<double>(model.config().d_model));
+  int matrices = 0;
+  for (const auto& [name, parameter] : model.named_parameters()) {
+    SCOPED_TRACE(name);
+    if (name.find("ln") != std::string::npos) {
+      for (double x : parameter.to_vector()) EXPECT_EQ(x, name.ends_with("weight") ? 1.0 : 0.0);
+    } else if (parameter.rank() == 1) {
+      for (double x : parameter.to_vector()) EXPECT_EQ(x, 0.0);
+    } else {
+      ++matrices;  // the embeddings and the head included
+      EXPECT_NEAR(standard_deviation(parameter), expected, expected * 0.1);
+    }
+  }
+  EXPECT_GT(matrices, 4);
+}
+
 // A 1-layer decoder as Nanda et al.'s and Olsson et al.'s toy models are: V 7, T 6, C 12, H 3,
 // F 20.
 ModelConfig toy(int64_t d_ff, const std::string& norm, const std::string& activation = kGelu) {

@@ -314,6 +314,22 @@ TEST(OptimizerStep, SkipsParametersWithoutGradientButCountsTheStep) {
   }
 }
 
+// AdamW decays the weight matrices alone by default, every parameter with decay_all (torch's
+// one group): a zero gradient leaves p (1 - lr wd) where decay applies, p where it does not.
+TEST(OptimizerStep, DecayAllDecaysTheVectorsToo) {
+  for (bool decay_all : {false, true}) {
+    OptimizerConfig config;
+    config.weight_decay = 0.5;
+    config.decay_all = decay_all;
+    auto params = matrix_and_vector(DType::Float64);
+    auto opt = make_optimizer(config, params);
+    for (auto& [name, p] : params) p.set_grad(Tensor::zeros(p.shape(), DType::Float64));
+    opt->step(0.1);
+    for (double v : params[0].second.to_vector()) EXPECT_NEAR(v, 2.0 * 0.95, 1e-15);
+    for (double v : params[1].second.to_vector()) EXPECT_NEAR(v, decay_all ? 0.95 : 1.0, 1e-15);
+  }
+}
+
 // The threads share every parameter's elements in one parallel region: each element is still
 // updated by one thread alone, in the same arithmetic, so one and two threads agree bit for bit
 // (parameters of odd sizes, in both element types, enough of them to be shared, one without a

@@ -57,7 +57,7 @@ int run_eval(EvalArgs& a) {
   for (const std::string& spec : a.intervene.specs) std::printf("intervened %s\n", spec.c_str());
   // The rows evaluate() read: a task may size its held-out set without --eval-size (modular
   // holds out every pair it does not train on).
-  const auto evaluated = static_cast<long long>(heldout.heldout.inputs.shape[0]);
+  const auto evaluated = static_cast<long long>(nn::rows_in(heldout.heldout));
   const data::Task* task = trained.task.get();
   if (const data::LanguageModelTask* language_model = trained.language_model()) {
     std::printf(

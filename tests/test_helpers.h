@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "autograd/error.h"
 #include "autograd/tensor.h"
 #include "autograd/threads.h"
 #include "nn/module.h"
+#include "nn/sequence_model.h"
 
 namespace gradlab::testing {
 
@@ -76,6 +78,20 @@ inline void expect_identical(const std::vector<nn::NamedTensor>& got,
     EXPECT_EQ(std::memcmp(a.node()->storage->data(), b.node()->storage->data(), bytes), 0)
         << want[i].first << " differs";
   }
+}
+
+// The model table's kinds that read tokens (all but the toy model of superposition, which reads
+// feature vectors).
+inline std::vector<std::string> token_model_kinds() {
+  std::vector<std::string> kinds;
+  for (const std::string& kind : nn::model_kinds()) {
+    try {
+      nn::positions_needed(kind, 1, 1);
+      kinds.push_back(kind);
+    } catch (const ConfigError&) {
+    }
+  }
+  return kinds;
 }
 
 }  // namespace gradlab::testing

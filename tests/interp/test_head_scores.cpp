@@ -81,7 +81,7 @@ double by_hand(const Tensor& pattern, int64_t head, int64_t offset, int64_t firs
 TEST(HeadScores, EqualTheCachedPatternsReadByHand) {
   const HeadScoreOptions options{.length = 5, .sequences = 3, .seed = 9};
   const int64_t n = options.length;
-  for (const std::string& kind : model_kinds()) {
+  for (const std::string& kind : testing::token_model_kinds()) {
     for (const DType dtype : {DType::Float32, DType::Float64}) {
       SCOPED_TRACE(kind + (dtype == DType::Float32 ? " float32" : " float64"));
       const std::shared_ptr<SequenceModel> model = model_of(kind, dtype, 8);
@@ -160,7 +160,7 @@ TEST(HeadScores, UniformAttentionScoresOneOverTheKeysSeen) {
   for (int64_t i = n; i < 2 * n; ++i) target_causal += 1.0 / static_cast<double>(i + 1);
   previous_causal /= static_cast<double>(2 * n - 1);
   target_causal /= static_cast<double>(n);
-  for (const std::string& kind : model_kinds()) {
+  for (const std::string& kind : testing::token_model_kinds()) {
     SCOPED_TRACE(kind);
     const std::shared_ptr<SequenceModel> model = model_of(kind, DType::Float64, 0);
     for (const LayerHeadScores& point : head_scores(*model, {.sequences = 2})) {

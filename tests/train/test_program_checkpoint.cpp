@@ -13,6 +13,7 @@
 #include "data/tasks.h"
 #include "tests/cli_runner.h"
 #include "tests/program_checkpoint.h"
+#include "tests/test_helpers.h"
 #include "train/trainer.h"
 
 namespace gradlab::train {
@@ -31,7 +32,7 @@ const ConfigValue* find(const std::vector<ConfigEntry>& entries, const std::stri
 }
 
 TEST(ProgramCheckpoint, ABuiltInModelRecordsItselfAndLoadsBack) {
-  for (const std::string& kind : nn::model_kinds()) {
+  for (const std::string& kind : testing::token_model_kinds()) {
     SCOPED_TRACE(kind);
     TempDir dir;
     const std::string path = dir.file("program.h5");

@@ -27,7 +27,9 @@ def aligned(n, dtype):
     itemsize = np.dtype(dtype).itemsize
     base = np.empty(n + 64 // itemsize, dtype)
     offset = (-base.ctypes.data % 64) // itemsize
-    return base[offset:offset + n]
+    a = base[offset:offset + n]
+    a[:] = np.arange(n)  # defined values: uninitialised memory may hold NaN, unequal to itself
+    return a
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
